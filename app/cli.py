@@ -1,0 +1,242 @@
+"""The ``workmem`` command: serve, workers, migrations, tenants and keys, maintenance, debugging.
+
+Owns turning configuration into a running process (embedded Postgres or ``DATABASE_URL``).
+Holds no feature logic: every command calls a service inside a transaction it opens.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import stat
+import sys
+import uuid
+from collections.abc import Awaitable, Callable, Coroutine
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+
+from app import migrations
+from app.config import Settings
+from app.db import Database
+from app.embedded import EmbeddedPostgres, start_embedded
+from app.observability import configure_logging
+from app.tenancy import service as tenancy
+from app.tenancy.principal import Role
+
+T = TypeVar("T")
+
+cli = typer.Typer(
+    help="workmem: working memory for long AI agent sessions, on Postgres.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+db_cli = typer.Typer(help="Database migrations.", no_args_is_help=True)
+tenants_cli = typer.Typer(help="Tenants (operator).", no_args_is_help=True)
+keys_cli = typer.Typer(help="API keys (operator).", no_args_is_help=True)
+pending_cli = typer.Typer(help="The pending_tokens counter.", no_args_is_help=True)
+cli.add_typer(db_cli, name="db")
+cli.add_typer(tenants_cli, name="tenants")
+cli.add_typer(keys_cli, name="keys")
+cli.add_typer(pending_cli, name="pending-tokens")
+
+
+@dataclass(slots=True)
+class Runtime:
+    settings: Settings
+    url: str
+    embedded: EmbeddedPostgres | None
+
+
+def runtime(settings: Settings | None = None) -> Runtime:
+    """Resolve the database: ``DATABASE_URL`` if set, else the embedded cluster under home."""
+    settings = settings or Settings()
+    if settings.database_url:
+        return Runtime(settings, settings.database_url, None)
+    embedded = start_embedded(settings.embedded_data_dir)
+    url = embedded.url()
+    return Runtime(settings.model_copy(update={"database_url": url}), url, embedded)
+
+
+def run_db(work: Callable[[Database], Awaitable[T]], url: str) -> T:
+    async def main() -> T:
+        database = Database.from_url(url, pool_size=2)
+        try:
+            return await work(database)
+        finally:
+            await database.dispose()
+
+    return asyncio.run(_as_coroutine(main))
+
+
+async def _as_coroutine(factory: Callable[[], Coroutine[Any, Any, T]]) -> T:
+    return await factory()
+
+
+def echo_json(value: object) -> None:
+    typer.echo(json.dumps(value, indent=2, ensure_ascii=False, default=str))
+
+
+# --- serve -------------------------------------------------------------------------------------
+
+
+async def ensure_local_key(database: Database, existing: str | None) -> str:
+    """On an embedded database: the existing local key if still valid, else a new tenant + key."""
+    if existing:
+        async with database.system() as db:
+            if await tenancy.verify_key(db, existing) is not None:
+                return existing
+    async with database.system() as db:
+        tenant = await tenancy.create_tenant(db, "local")
+        _, plaintext = await tenancy.issue_key(db, tenant.tenant_id, role=Role.ADMIN, name="local")
+    return plaintext
+
+
+def write_local_key(url: str, key_file: Path) -> None:
+    existing = key_file.read_text().strip() if key_file.is_file() else None
+    key = run_db(lambda database: ensure_local_key(database, existing), url)
+    if key != existing:
+        key_file.parent.mkdir(parents=True, exist_ok=True)
+        key_file.write_text(key + "\n")
+        key_file.chmod(stat.S_IRUSR | stat.S_IWUSR)
+
+
+@cli.command()
+def serve(
+    host: Annotated[str | None, typer.Option(help="bind address [WORKMEM_HOST]")] = None,
+    port: Annotated[int | None, typer.Option(help="port [WORKMEM_PORT]")] = None,
+    migrate: Annotated[
+        bool, typer.Option(help="run migrations at start (always on for the embedded database)")
+    ] = False,
+) -> None:
+    """Run the HTTP API (embedded Postgres unless DATABASE_URL is set)."""
+    import uvicorn
+
+    from app.main import create_app
+
+    base = Settings()
+    overrides: dict[str, Any] = {}
+    if host is not None:
+        overrides["host"] = host
+    if port is not None:
+        overrides["port"] = port
+    settings = base.model_copy(update=overrides)
+    configure_logging(settings.log_level, as_json=settings.log_json)
+    resolved = runtime(settings)
+    if resolved.embedded is not None or migrate:
+        migrations.upgrade(resolved.url)
+    if resolved.embedded is not None:
+        key_file = resolved.settings.key_file
+        write_local_key(resolved.url, key_file)
+        print(f"workmem: embedded Postgres in {resolved.settings.embedded_data_dir}", flush=True)
+        print(f"workmem: API key for the local tenant is in {key_file}", flush=True)
+    print(
+        f"workmem: serving on http://{resolved.settings.host}:{resolved.settings.port}", flush=True
+    )
+    uvicorn.run(
+        create_app(resolved.settings),
+        host=resolved.settings.host,
+        port=resolved.settings.port,
+        log_config=None,
+        timeout_graceful_shutdown=10,
+    )
+
+
+# --- db ----------------------------------------------------------------------------------------
+
+
+@db_cli.command("upgrade")
+def db_upgrade(revision: Annotated[str, typer.Argument()] = "head") -> None:
+    """Migrate the database up to REVISION (default: head)."""
+    migrations.upgrade(runtime().url, revision)
+
+
+@db_cli.command("downgrade")
+def db_downgrade(revision: Annotated[str, typer.Argument(help="target, e.g. -1 or base")]) -> None:
+    """Migrate the database down to REVISION."""
+    migrations.downgrade(runtime().url, revision)
+
+
+@db_cli.command("current")
+def db_current() -> None:
+    """Print the database's current revision."""
+    migrations.current(runtime().url)
+
+
+# --- tenants and keys --------------------------------------------------------------------------
+
+
+@tenants_cli.command("create")
+def tenants_create(name: Annotated[str, typer.Argument(help="display name")]) -> None:
+    """Create a tenant and print it as JSON."""
+
+    async def work(database: Database) -> dict[str, str]:
+        async with database.system() as db:
+            tenant = await tenancy.create_tenant(db, name)
+            return {"tenant_id": str(tenant.tenant_id), "name": tenant.name}
+
+    echo_json(run_db(work, runtime().url))
+
+
+@keys_cli.command("create")
+def keys_create(
+    tenant: Annotated[uuid.UUID, typer.Option("--tenant", help="tenant id")],
+    role: Annotated[Role, typer.Option(help="admin, writer or reader")] = Role.WRITER,
+    name: Annotated[str | None, typer.Option(help="a label for the key")] = None,
+    user_id: Annotated[str | None, typer.Option(help="restrict the key to one user_id")] = None,
+) -> None:
+    """Issue an API key; the key is printed once and only its hash is stored."""
+
+    async def work(database: Database) -> dict[str, str | None]:
+        async with database.system() as db:
+            row, plaintext = await tenancy.issue_key(
+                db, tenant, role=role, name=name, user_id=user_id
+            )
+            return {
+                "api_key_id": str(row.api_key_id),
+                "key": plaintext,
+                "role": row.role,
+                "user_id": row.user_id,
+            }
+
+    echo_json(run_db(work, runtime().url))
+
+
+@keys_cli.command("revoke")
+def keys_revoke(api_key_id: Annotated[uuid.UUID, typer.Argument(help="the key's id")]) -> None:
+    """Revoke an API key (requests with it answer 401 within seconds)."""
+
+    async def work(database: Database) -> dict[str, str]:
+        async with database.system() as db:
+            row = await tenancy.revoke_key(db, api_key_id)
+            return {"api_key_id": str(row.api_key_id), "revoked_at": str(row.revoked_at)}
+
+    echo_json(run_db(work, runtime().url))
+
+
+# --- maintenance -------------------------------------------------------------------------------
+
+
+@pending_cli.command("check")
+def pending_tokens_check(
+    repair: Annotated[
+        bool, typer.Option(help="write the recomputed value where it drifted")
+    ] = False,
+) -> None:
+    """Recompute pending_tokens of every agent session from its messages and report drift."""
+    from app.sessions.maintenance import check_all_pending
+
+    report = run_db(lambda database: check_all_pending(database, repair=repair), runtime().url)
+    echo_json(report)
+    if report["drifted"] and not repair:
+        raise typer.Exit(code=1)
+
+
+def main() -> None:
+    cli()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,148 @@
+"""Composition root: ``create_app(settings)`` wires the database, authentication and routers.
+
+Owns the lifespan (engine and background work start and stop here), the one place that renders
+errors as problem+json, and the health endpoints. Holds no feature logic.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from http import HTTPStatus
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from prometheus_client import make_asgi_app
+from sqlalchemy import exc as sa_exc
+from sqlalchemy import text
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from app.config import Settings
+from app.db import Database, is_unavailable
+from app.errors import AppError, Unavailable
+from app.migrations import head_revision
+from app.observability import observe_request
+from app.sessions.endpoints import router as sessions_router
+from app.tenancy.auth import Authenticator
+from app.tenancy.endpoints import router as admin_router
+
+logger = logging.getLogger(__name__)
+
+PROBLEM_JSON = "application/problem+json"
+
+
+def problem(
+    status: int, type_: str, title: str, detail: str, errors: list[Any] | None = None
+) -> JSONResponse:
+    body: dict[str, Any] = {
+        "type": type_,
+        "title": title,
+        "status": status,
+        "detail": detail,
+    }
+    if errors is not None:
+        body["errors"] = errors
+    return JSONResponse(body, status_code=status, media_type=PROBLEM_JSON)
+
+
+def _field_errors(error: RequestValidationError) -> list[dict[str, Any]]:
+    return [
+        {
+            "loc": list(item.get("loc", ())),
+            "msg": str(item.get("msg", "")),
+            "type": item.get("type"),
+        }
+        for item in error.errors()
+    ]
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(AppError)
+    async def app_error(_: Request, error: AppError) -> JSONResponse:
+        return problem(error.status, error.type, error.title, error.detail, error.errors)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid_request(_: Request, error: RequestValidationError) -> JSONResponse:
+        return problem(
+            422,
+            "validation_error",
+            "The request is not valid",
+            "see 'errors' for the fields that failed",
+            _field_errors(error),
+        )
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(_: Request, error: StarletteHTTPException) -> JSONResponse:
+        phrase = HTTPStatus(error.status_code).phrase
+        type_ = phrase.lower().replace(" ", "_")
+        return problem(error.status_code, type_, phrase, str(error.detail))
+
+    @app.exception_handler(Exception)
+    async def unexpected(request: Request, error: Exception) -> JSONResponse:
+        if isinstance(error, sa_exc.SQLAlchemyError) and is_unavailable(error):
+            unavailable = Unavailable("the database is unreachable; retry shortly")
+            return problem(503, unavailable.type, unavailable.title, unavailable.detail)
+        logger.error("unhandled error", exc_info=error, extra={"path": request.url.path})
+        return problem(500, "internal", "Internal error", "an unexpected error occurred")
+
+
+def create_app(settings: Settings | None = None, *, database: Database | None = None) -> FastAPI:
+    """Build the ASGI app. ``settings.database_url`` must be resolved (see ``app.cli``)."""
+    settings = settings or Settings()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        owned = database is None
+        if database is not None:
+            app.state.database = database
+        else:
+            if not settings.database_url:
+                raise RuntimeError(
+                    "no database URL: start through `workmem serve` or set DATABASE_URL"
+                )
+            app.state.database = Database.from_url(
+                settings.database_url, pool_size=settings.pool_size
+            )
+        app.state.settings = settings
+        app.state.authenticator = Authenticator(app.state.database, settings)
+        try:
+            yield
+        finally:
+            if owned:
+                await app.state.database.dispose()
+
+    app = FastAPI(
+        title="workmem",
+        version="0.1.0",
+        summary="Working memory for long AI agent sessions, on Postgres",
+        lifespan=lifespan,
+    )
+    app.middleware("http")(observe_request)
+    install_error_handlers(app)
+    app.include_router(admin_router)
+    app.include_router(sessions_router)
+    app.mount("/metrics", make_asgi_app())
+
+    @app.get("/healthz", tags=["operations"])
+    async def healthz() -> dict[str, str]:
+        return {"status": "ok"}
+
+    @app.get("/readyz", tags=["operations"], response_model=None)
+    async def readyz(request: Request) -> dict[str, str] | JSONResponse:
+        db_: Database = request.app.state.database
+        try:
+            async with db_.system() as db:
+                current = await db.scalar(text("SELECT version_num FROM alembic_version"))
+        except (Unavailable, sa_exc.SQLAlchemyError):
+            return problem(503, "not_ready", "Not ready", "the database is unreachable")
+        head = head_revision()
+        if current != head:
+            return problem(
+                503, "not_ready", "Not ready", f"migrations at {current}, expected {head}"
+            )
+        return {"status": "ready", "revision": str(current)}
+
+    return app

@@ -1,0 +1,43 @@
+"""Running Alembic from the application: locating the scripts, upgrade, downgrade, current."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from alembic.script import ScriptDirectory
+
+
+def _script_location() -> Path:
+    packaged = Path(__file__).parent / "_migrations"
+    if packaged.is_dir():
+        return packaged
+    return Path(__file__).resolve().parent.parent / "migrations"
+
+
+def alembic_config(url: str | None = None) -> Config:
+    config = Config()
+    config.set_main_option("script_location", str(_script_location()))
+    config.attributes["skip_logging_config"] = True
+    if url is not None:
+        config.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
+    return config
+
+
+@lru_cache(maxsize=1)
+def head_revision() -> str | None:
+    return ScriptDirectory.from_config(alembic_config()).get_current_head()
+
+
+def upgrade(url: str, revision: str = "head") -> None:
+    command.upgrade(alembic_config(url), revision)
+
+
+def downgrade(url: str, revision: str) -> None:
+    command.downgrade(alembic_config(url), revision)
+
+
+def current(url: str) -> None:
+    command.current(alembic_config(url), verbose=False)

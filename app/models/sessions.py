@@ -1,0 +1,89 @@
+"""Agent sessions and their append-only messages.
+
+An agent session row carries the O(1) counters the hot paths read (last seq, archived-up-to seq,
+pending and total tokens); messages are never updated or moved once written.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import (
+    BigInteger,
+    CheckConstraint,
+    ForeignKey,
+    ForeignKeyConstraint,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+    text,
+)
+from sqlalchemy.dialects.postgresql import UUID
+from sqlalchemy.orm import Mapped, mapped_column
+
+from app.db import Base
+from app.models.types import CreatedAt
+
+
+class AgentSession(Base):
+    __tablename__ = "agent_sessions"
+    __table_args__ = (
+        UniqueConstraint("tenant_id", "external_id"),
+        Index(
+            "ix_agent_sessions_tenant_id_created_at", "tenant_id", "created_at", "agent_session_id"
+        ),
+        Index("ix_agent_sessions_tenant_id_user_id", "tenant_id", "user_id"),
+        CheckConstraint("keep_recent_count BETWEEN 0 AND 10000", name="keep_recent_count"),
+        CheckConstraint("archived_upto_seq <= last_seq", name="archived_upto_seq"),
+    )
+
+    tenant_id: Mapped[uuid.UUID] = mapped_column(
+        UUID(as_uuid=True),
+        ForeignKey("tenants.tenant_id", ondelete="CASCADE"),
+        primary_key=True,
+    )
+    agent_session_id: Mapped[uuid.UUID] = mapped_column(
+        UUID(as_uuid=True), primary_key=True, server_default=text("gen_random_uuid()")
+    )
+    external_id: Mapped[str | None] = mapped_column(Text)
+    user_id: Mapped[str | None] = mapped_column(Text)
+    agent_id: Mapped[str | None] = mapped_column(Text)
+    metadata_: Mapped[dict[str, Any]] = mapped_column(
+        "metadata", server_default=text("'{}'::jsonb")
+    )
+    keep_recent_count: Mapped[int] = mapped_column(Integer, server_default=text("10"))
+    last_seq: Mapped[int] = mapped_column(BigInteger, server_default=text("0"))
+    archived_upto_seq: Mapped[int] = mapped_column(BigInteger, server_default=text("0"))
+    turn_count: Mapped[int] = mapped_column(Integer, server_default=text("0"))
+    pending_tokens: Mapped[int] = mapped_column(BigInteger, server_default=text("0"))
+    total_tokens: Mapped[int] = mapped_column(BigInteger, server_default=text("0"))
+    archive_count: Mapped[int] = mapped_column(Integer, server_default=text("0"))
+    created_at: Mapped[CreatedAt]
+    updated_at: Mapped[CreatedAt]
+
+
+class Message(Base):
+    __tablename__ = "messages"
+    __table_args__ = (
+        ForeignKeyConstraint(
+            ["tenant_id", "agent_session_id"],
+            ["agent_sessions.tenant_id", "agent_sessions.agent_session_id"],
+            ondelete="CASCADE",
+        ),
+        CheckConstraint("role IN ('system', 'user', 'assistant', 'tool')", name="role"),
+    )
+
+    tenant_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True)
+    agent_session_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True)
+    seq: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    role: Mapped[str] = mapped_column(String(16))
+    turn: Mapped[int] = mapped_column(Integer)
+    message: Mapped[dict[str, Any]]
+    token_count: Mapped[int] = mapped_column(Integer)
+    content_text: Mapped[str] = mapped_column(Text)
+    metadata_: Mapped[dict[str, Any] | None] = mapped_column("metadata")
+    created_at: Mapped[datetime] = mapped_column(server_default=text("now()"))

@@ -1,0 +1,1 @@
+"""Agent sessions and their messages: creation, append with gap-free seq, reads."""

@@ -1,0 +1,239 @@
+"""SQL for agent sessions and messages, scoped to one tenant (and optionally one user).
+
+Row-level security enforces the tenant too; the explicit filters keep plans index-only and make
+intent visible. Flushes, never commits.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import DateTime, and_, bindparam, delete, func, insert, select, tuple_, update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.models import AgentSession, Archive, Message
+
+
+@dataclass(frozen=True, slots=True)
+class Scope:
+    """What a credential may see: one tenant, and within it optionally one user's sessions."""
+
+    tenant_id: uuid.UUID
+    user_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class NewMessage:
+    seq: int
+    role: str
+    turn: int
+    message: dict[str, Any]
+    token_count: int
+    content_text: str
+    metadata: dict[str, Any] | None
+    created_at: datetime | None
+
+
+class AgentSessionRepository:
+    def __init__(self, db: AsyncSession, scope: Scope) -> None:
+        self.db = db
+        self.scope = scope
+
+    def _visible(self) -> list[Any]:
+        conditions: list[Any] = [AgentSession.tenant_id == self.scope.tenant_id]
+        if self.scope.user_id is not None:
+            conditions.append(AgentSession.user_id == self.scope.user_id)
+        return conditions
+
+    async def insert(
+        self,
+        *,
+        external_id: str | None,
+        user_id: str | None,
+        agent_id: str | None,
+        metadata: dict[str, Any],
+        keep_recent_count: int,
+    ) -> AgentSession | None:
+        """The new row, or ``None`` when ``external_id`` is already taken in this tenant."""
+        statement = (
+            pg_insert(AgentSession)
+            .values(
+                tenant_id=self.scope.tenant_id,
+                external_id=external_id,
+                user_id=user_id,
+                agent_id=agent_id,
+                metadata_=metadata,
+                keep_recent_count=keep_recent_count,
+            )
+            .on_conflict_do_nothing(index_elements=["tenant_id", "external_id"])
+            .returning(AgentSession)
+        )
+        return (await self.db.execute(statement)).scalar_one_or_none()
+
+    async def get(self, agent_session_id: uuid.UUID, *, lock: bool = False) -> AgentSession | None:
+        statement = select(AgentSession).where(
+            AgentSession.agent_session_id == agent_session_id, *self._visible()
+        )
+        if lock:
+            statement = statement.with_for_update()
+        result = await self.db.execute(statement.execution_options(populate_existing=True))
+        return result.scalar_one_or_none()
+
+    async def page(
+        self,
+        *,
+        user_id: str | None,
+        agent_id: str | None,
+        external_id: str | None,
+        after: tuple[datetime, uuid.UUID] | None,
+        limit: int,
+    ) -> Sequence[AgentSession]:
+        statement = select(AgentSession).where(*self._visible())
+        if user_id is not None:
+            statement = statement.where(AgentSession.user_id == user_id)
+        if agent_id is not None:
+            statement = statement.where(AgentSession.agent_id == agent_id)
+        if external_id is not None:
+            statement = statement.where(AgentSession.external_id == external_id)
+        if after is not None:
+            statement = statement.where(
+                tuple_(AgentSession.created_at, AgentSession.agent_session_id) > tuple_(*after)
+            )
+        statement = statement.order_by(AgentSession.created_at, AgentSession.agent_session_id)
+        return (await self.db.scalars(statement.limit(limit))).all()
+
+    async def delete(self, agent_session_id: uuid.UUID) -> bool:
+        result = await self.db.execute(
+            delete(AgentSession)
+            .where(AgentSession.agent_session_id == agent_session_id, *self._visible())
+            .returning(AgentSession.agent_session_id)
+        )
+        return result.scalar_one_or_none() is not None
+
+    async def save_counters(
+        self,
+        agent_session_id: uuid.UUID,
+        *,
+        last_seq: int,
+        turn_count: int,
+        pending_tokens: int,
+        total_tokens: int,
+    ) -> None:
+        await self.db.execute(
+            update(AgentSession)
+            .where(
+                AgentSession.tenant_id == self.scope.tenant_id,
+                AgentSession.agent_session_id == agent_session_id,
+            )
+            .values(
+                last_seq=last_seq,
+                turn_count=turn_count,
+                pending_tokens=pending_tokens,
+                total_tokens=total_tokens,
+                updated_at=func.now(),
+            )
+        )
+
+    async def set_pending_tokens(self, agent_session_id: uuid.UUID, pending_tokens: int) -> None:
+        await self.db.execute(
+            update(AgentSession)
+            .where(
+                AgentSession.tenant_id == self.scope.tenant_id,
+                AgentSession.agent_session_id == agent_session_id,
+            )
+            .values(pending_tokens=pending_tokens)
+        )
+
+    async def newest_archive(self, agent_session: AgentSession) -> Archive | None:
+        if agent_session.archive_count == 0:
+            return None
+        return await self.db.get(
+            Archive,
+            (self.scope.tenant_id, agent_session.agent_session_id, agent_session.archive_count),
+        )
+
+
+class MessageRepository:
+    def __init__(self, db: AsyncSession, scope: Scope) -> None:
+        self.db = db
+        self.scope = scope
+
+    async def insert_many(
+        self, agent_session_id: uuid.UUID, rows: Sequence[NewMessage]
+    ) -> dict[int, datetime]:
+        """Insert the rows in one statement; returns each seq's stored ``created_at``."""
+        statement = (
+            insert(Message)
+            .values(
+                created_at=func.coalesce(
+                    bindparam("client_created_at", type_=DateTime(timezone=True)), func.now()
+                )
+            )
+            .returning(Message.seq, Message.created_at, sort_by_parameter_order=True)
+        )
+        parameters = [
+            {
+                "tenant_id": self.scope.tenant_id,
+                "agent_session_id": agent_session_id,
+                "seq": row.seq,
+                "role": row.role,
+                "turn": row.turn,
+                "message": row.message,
+                "token_count": row.token_count,
+                "content_text": row.content_text,
+                "metadata": row.metadata,
+                "client_created_at": row.created_at,
+            }
+            for row in rows
+        ]
+        result = await self.db.execute(statement, parameters)
+        return {row[0]: row[1] for row in result.all()}
+
+    async def token_counts(
+        self, agent_session_id: uuid.UUID, seqs: Sequence[int]
+    ) -> dict[int, int]:
+        if not seqs:
+            return {}
+        result = await self.db.execute(
+            select(Message.seq, Message.token_count).where(
+                Message.tenant_id == self.scope.tenant_id,
+                Message.agent_session_id == agent_session_id,
+                Message.seq.in_(list(seqs)),
+            )
+        )
+        return {row[0]: row[1] for row in result.all()}
+
+    async def sum_tokens(self, agent_session_id: uuid.UUID, after_seq: int, upto_seq: int) -> int:
+        """Tokens of the messages with ``after_seq < seq <= upto_seq``."""
+        if upto_seq <= after_seq:
+            return 0
+        total = await self.db.scalar(
+            select(func.coalesce(func.sum(Message.token_count), 0)).where(
+                Message.tenant_id == self.scope.tenant_id,
+                Message.agent_session_id == agent_session_id,
+                and_(Message.seq > after_seq, Message.seq <= upto_seq),
+            )
+        )
+        return int(total or 0)
+
+    async def read(
+        self,
+        agent_session_id: uuid.UUID,
+        *,
+        after_seq: int,
+        limit: int,
+        upto_seq: int | None = None,
+    ) -> Sequence[Message]:
+        statement = select(Message).where(
+            Message.tenant_id == self.scope.tenant_id,
+            Message.agent_session_id == agent_session_id,
+            Message.seq > after_seq,
+        )
+        if upto_seq is not None:
+            statement = statement.where(Message.seq <= upto_seq)
+        return (await self.db.scalars(statement.order_by(Message.seq).limit(limit))).all()

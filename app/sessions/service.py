@@ -1,0 +1,299 @@
+"""Agent-session and message logic: create, read, delete, and append with gap-free ``seq``.
+
+Appends lock the agent-session row, number the messages, count each message's tokens once, and
+keep ``pending_tokens`` current in O(1) per message (DESIGN 5). Flushes, never commits.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.errors import Conflict, Forbidden, InvalidInput, NotFound, PayloadTooLarge
+from app.models import AgentSession, Archive, Message
+from app.sessions.repository import AgentSessionRepository, MessageRepository, NewMessage, Scope
+from app.sessions.schemas import AgentSessionCreate, MessageCreate
+from app.tenancy.principal import Principal
+from app.wm.tokens import message_text, message_tokens
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    max_message_bytes: int = 1024 * 1024
+    max_batch_messages: int = 500
+    default_keep_recent_count: int = 10
+
+
+@dataclass(frozen=True, slots=True)
+class StoredMessage:
+    row: NewMessage
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class AppendOutcome:
+    messages: list[StoredMessage]
+    pending_tokens: int
+    live_message_count: int
+    archived_upto_seq: int
+
+
+@dataclass(frozen=True, slots=True)
+class PendingDrift:
+    agent_session_id: uuid.UUID
+    stored: int
+    recomputed: int
+
+
+def leaving_seqs(*, last_seq: int, archived_upto_seq: int, keep: int, count: int) -> list[int]:
+    """Seqs of the messages that leave the keep window as ``count`` messages are appended."""
+    if keep == 0:
+        return []
+    leaving = []
+    for seq in range(last_seq + 1, last_seq + count + 1):
+        if seq - archived_upto_seq > keep:
+            leaving.append(seq - keep)
+    return leaving
+
+
+def advance_pending(
+    *,
+    pending_tokens: int,
+    last_seq: int,
+    archived_upto_seq: int,
+    keep: int,
+    new_tokens: Sequence[int],
+    stored_tokens: Mapping[int, int],
+) -> int:
+    """``pending_tokens`` after appending messages with ``new_tokens``, one message at a time.
+
+    keep 0: every new message is pending. Otherwise the message that just left the keep window
+    (live position ``L - keep``) becomes pending. ``stored_tokens`` has the token counts of the
+    already stored messages named by :func:`leaving_seqs`.
+    """
+    if keep == 0:
+        return pending_tokens + sum(new_tokens)
+    for seq in leaving_seqs(
+        last_seq=last_seq, archived_upto_seq=archived_upto_seq, keep=keep, count=len(new_tokens)
+    ):
+        pending_tokens += new_tokens[seq - last_seq - 1] if seq > last_seq else stored_tokens[seq]
+    return pending_tokens
+
+
+def _find_nul(value: object, path: str) -> str | None:
+    if isinstance(value, str):
+        return path if "\x00" in value else None
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            if "\x00" in str(key):
+                return path
+            found = _find_nul(item, f"{path}/{key}")
+            if found is not None:
+                return found
+    if isinstance(value, list):
+        for index, item in enumerate(value):
+            found = _find_nul(item, f"{path}/{index}")
+            if found is not None:
+                return found
+    return None
+
+
+def encode_cursor(created_at: datetime, agent_session_id: uuid.UUID) -> str:
+    raw = f"{created_at.isoformat()}|{agent_session_id}".encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> tuple[datetime, uuid.UUID]:
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+        created_at, agent_session_id = raw.split("|", 1)
+        return datetime.fromisoformat(created_at), uuid.UUID(agent_session_id)
+    except (ValueError, UnicodeDecodeError) as error:
+        raise InvalidInput(
+            "the cursor is not valid", errors=[{"loc": ["query", "cursor"], "msg": str(error)}]
+        ) from error
+
+
+class AgentSessionService:
+    def __init__(
+        self, db: AsyncSession, principal: Principal, limits: Limits | None = None
+    ) -> None:
+        self.db = db
+        self.principal = principal
+        self.limits = limits or Limits()
+        scope = Scope(tenant_id=principal.tenant_id, user_id=principal.user_id)
+        self.agent_sessions = AgentSessionRepository(db, scope)
+        self.messages = MessageRepository(db, scope)
+
+    async def create(self, body: AgentSessionCreate) -> AgentSession:
+        user_id = body.user_id
+        if self.principal.user_id is not None:
+            if user_id is not None and user_id != self.principal.user_id:
+                raise Forbidden("this API key is bound to another user_id")
+            user_id = self.principal.user_id
+        keep = body.keep_recent_count
+        row = await self.agent_sessions.insert(
+            external_id=body.external_id,
+            user_id=user_id,
+            agent_id=body.agent_id,
+            metadata=body.metadata,
+            keep_recent_count=self.limits.default_keep_recent_count if keep is None else keep,
+        )
+        if row is None:
+            raise Conflict(f"an agent session with external_id {body.external_id!r} exists")
+        return row
+
+    async def get(self, agent_session_id: uuid.UUID, *, lock: bool = False) -> AgentSession:
+        row = await self.agent_sessions.get(agent_session_id, lock=lock)
+        if row is None:
+            raise NotFound(f"agent session {agent_session_id} not found")
+        return row
+
+    async def newest_archive(self, agent_session: AgentSession) -> Archive | None:
+        return await self.agent_sessions.newest_archive(agent_session)
+
+    async def page(
+        self,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        external_id: str | None = None,
+        cursor: str | None = None,
+        limit: int = 50,
+    ) -> tuple[Sequence[AgentSession], str | None]:
+        rows = await self.agent_sessions.page(
+            user_id=user_id,
+            agent_id=agent_id,
+            external_id=external_id,
+            after=decode_cursor(cursor) if cursor else None,
+            limit=limit + 1,
+        )
+        if len(rows) <= limit:
+            return rows, None
+        last = rows[limit - 1]
+        return rows[:limit], encode_cursor(last.created_at, last.agent_session_id)
+
+    async def delete(self, agent_session_id: uuid.UUID) -> None:
+        if not await self.agent_sessions.delete(agent_session_id):
+            raise NotFound(f"agent session {agent_session_id} not found")
+
+    def _prepare(
+        self, messages: Sequence[MessageCreate]
+    ) -> list[tuple[MessageCreate, dict[str, Any]]]:
+        if len(messages) > self.limits.max_batch_messages:
+            raise PayloadTooLarge(
+                f"at most {self.limits.max_batch_messages} messages per batch, got {len(messages)}"
+            )
+        prepared = []
+        for index, message in enumerate(messages):
+            stored = message.openai_message()
+            nul_at = _find_nul({"message": stored, "metadata": message.metadata}, "")
+            if nul_at is not None:
+                raise InvalidInput(
+                    "NUL characters are not allowed in messages",
+                    errors=[
+                        {
+                            "loc": ["body", index, *nul_at.strip("/").split("/")],
+                            "msg": "contains a NUL character",
+                            "type": "nul_character",
+                        }
+                    ],
+                )
+            size = len(json.dumps(stored, ensure_ascii=False).encode())
+            if size > self.limits.max_message_bytes:
+                raise PayloadTooLarge(
+                    f"message {index} is {size} bytes; the limit is "
+                    f"{self.limits.max_message_bytes} bytes per message"
+                )
+            prepared.append((message, stored))
+        return prepared
+
+    async def append(
+        self, agent_session_id: uuid.UUID, messages: Sequence[MessageCreate]
+    ) -> AppendOutcome:
+        """Append messages atomically; all are validated before any is stored."""
+        prepared = self._prepare(messages)
+        # The row lock serialises appends (and commits) of one agent session: seq stays gap-free.
+        agent_session = await self.get(agent_session_id, lock=True)
+        last_seq = agent_session.last_seq
+        turn = agent_session.turn_count
+        rows: list[NewMessage] = []
+        for offset, (message, stored) in enumerate(prepared, start=1):
+            if message.role == "user":
+                turn += 1
+            rows.append(
+                NewMessage(
+                    seq=last_seq + offset,
+                    role=message.role,
+                    turn=turn,
+                    message=stored,
+                    token_count=message_tokens(stored),
+                    content_text=message_text(stored),
+                    metadata=message.metadata,
+                    created_at=message.created_at,
+                )
+            )
+        keep = agent_session.keep_recent_count
+        archived = agent_session.archived_upto_seq
+        needed = [
+            seq
+            for seq in leaving_seqs(
+                last_seq=last_seq, archived_upto_seq=archived, keep=keep, count=len(rows)
+            )
+            if seq <= last_seq
+        ]
+        stored_tokens = await self.messages.token_counts(agent_session_id, needed)
+        new_tokens = [row.token_count for row in rows]
+        pending = advance_pending(
+            pending_tokens=agent_session.pending_tokens,
+            last_seq=last_seq,
+            archived_upto_seq=archived,
+            keep=keep,
+            new_tokens=new_tokens,
+            stored_tokens=stored_tokens,
+        )
+        created = await self.messages.insert_many(agent_session_id, rows)
+        new_last_seq = last_seq + len(rows)
+        await self.agent_sessions.save_counters(
+            agent_session_id,
+            last_seq=new_last_seq,
+            turn_count=turn,
+            pending_tokens=pending,
+            total_tokens=agent_session.total_tokens + sum(new_tokens),
+        )
+        return AppendOutcome(
+            messages=[StoredMessage(row, created[row.seq]) for row in rows],
+            pending_tokens=pending,
+            live_message_count=new_last_seq - archived,
+            archived_upto_seq=archived,
+        )
+
+    async def read_messages(
+        self, agent_session_id: uuid.UUID, *, after_seq: int, limit: int
+    ) -> tuple[AgentSession, Sequence[Message]]:
+        agent_session = await self.get(agent_session_id)
+        rows = await self.messages.read(agent_session_id, after_seq=after_seq, limit=limit)
+        return agent_session, rows
+
+    async def recompute_pending(self, agent_session: AgentSession) -> int:
+        """``pending_tokens`` from the rows: live messages outside the keep window."""
+        keep = agent_session.keep_recent_count
+        return await self.messages.sum_tokens(
+            agent_session.agent_session_id,
+            after_seq=agent_session.archived_upto_seq,
+            upto_seq=agent_session.last_seq - keep,
+        )
+
+    async def check_pending(self, agent_session_id: uuid.UUID, *, repair: bool) -> PendingDrift:
+        agent_session = await self.get(agent_session_id, lock=repair)
+        recomputed = await self.recompute_pending(agent_session)
+        if repair and recomputed != agent_session.pending_tokens:
+            await self.agent_sessions.set_pending_tokens(agent_session_id, recomputed)
+        return PendingDrift(agent_session_id, agent_session.pending_tokens, recomputed)

@@ -1,0 +1,1 @@
+"""Tenants, API keys and the authentication dependency: the only place identity is derived."""

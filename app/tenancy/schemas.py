@@ -1,0 +1,43 @@
+"""Request and response bodies of the operator API."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from app.tenancy.principal import Role
+
+
+class TenantCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(min_length=1, max_length=200)
+
+
+class TenantRead(BaseModel):
+    tenant_id: uuid.UUID
+    name: str
+    created_at: datetime
+
+
+class ApiKeyCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    role: Role = Role.WRITER
+    name: str | None = Field(default=None, max_length=200)
+    user_id: str | None = Field(default=None, min_length=1, max_length=200)
+
+
+class ApiKeyRead(BaseModel):
+    api_key_id: uuid.UUID
+    tenant_id: uuid.UUID
+    prefix: str
+    role: Role
+    name: str | None
+    user_id: str | None
+    created_at: datetime
+    revoked_at: datetime | None
+
+
+class ApiKeyIssued(ApiKeyRead):
+    key: str = Field(description="the full key; shown once, only its hash is stored")
