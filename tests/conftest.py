@@ -21,20 +21,20 @@ from app.db import Database
 from app.main import create_app
 from app.tenancy import service as tenancy
 from app.tenancy.principal import Principal, Role
-from tests.support.postgres import TestPostgres
+from tests.support.postgres import PostgresForTests
 
 ADMIN_TOKEN = "operator-secret-token-for-tests"
 
 
 @pytest.fixture(scope="session")
-def postgres() -> Iterator[TestPostgres]:
-    server = TestPostgres.start()
+def postgres() -> Iterator[PostgresForTests]:
+    server = PostgresForTests.start()
     yield server
     server.stop()
 
 
 @pytest.fixture(scope="session")
-def database_url(postgres: TestPostgres) -> str:
+def database_url(postgres: PostgresForTests) -> str:
     url = postgres.create_database("wmtest")
     migrations.upgrade(url)
     return url

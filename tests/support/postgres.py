@@ -19,7 +19,7 @@ from app.db import normalize_url
 
 
 @dataclass
-class TestPostgres:
+class PostgresForTests:
     """The server; ``url(name)`` points at one of its databases."""
 
     base_url: str
@@ -28,7 +28,7 @@ class TestPostgres:
     created: list[str] = field(default_factory=list)
 
     @classmethod
-    def start(cls) -> TestPostgres:
+    def start(cls) -> PostgresForTests:
         configured = os.environ.get("WORKMEM_TEST_DATABASE_URL")
         if configured:
             return cls(base_url=normalize_url(configured))

@@ -1,0 +1,106 @@
+"""Appends under contention, and pending_tokens against its recomputation from the rows."""
+
+from __future__ import annotations
+
+import asyncio
+
+import httpx
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from app.db import Database
+from app.sessions.schemas import AgentSessionCreate, MessageCreate
+from app.sessions.service import AgentSessionService, advance_pending, leaving_seqs
+from tests.conftest import TenantKeys, make_tenant
+from tests.sessions.test_api import create_session
+
+
+async def test_eight_concurrent_appenders_get_gap_free_seqs(
+    client: httpx.AsyncClient, tenant: TenantKeys
+) -> None:
+    agent_session_id = await create_session(client, tenant)
+
+    async def appender(worker: int) -> list[int]:
+        seqs = []
+        for index in range(15):
+            if index % 3 == 0:
+                response = await client.post(
+                    f"/v1/sessions/{agent_session_id}/messages:batch",
+                    json={"messages": [{"role": "user", "content": f"w{worker} b{index} {n}"}
+                                       for n in range(3)]},
+                    headers=tenant.write,
+                )
+                assert response.status_code == 201, response.text
+                seqs += [m["seq"] for m in response.json()["messages"]]
+            else:
+                response = await client.post(
+                    f"/v1/sessions/{agent_session_id}/messages",
+                    json={"role": "assistant", "content": f"w{worker} m{index}"},
+                    headers=tenant.write,
+                )
+                assert response.status_code == 201, response.text
+                seqs.append(response.json()["message"]["seq"])
+        return seqs
+
+    results = await asyncio.gather(*(appender(worker) for worker in range(8)))
+    every = sorted(seq for seqs in results for seq in seqs)
+    assert every == list(range(1, len(every) + 1))
+    assert len(every) == 8 * (5 * 3 + 10)
+    for seqs in results:
+        assert seqs == sorted(seqs)
+    page = await client.get(
+        f"/v1/sessions/{agent_session_id}/messages", params={"limit": 1000}, headers=tenant.read
+    )
+    assert [m["seq"] for m in page.json()["items"]] == every
+
+
+def test_leaving_window_rule_by_hand() -> None:
+    # keep 2, nothing archived: the 3rd message pushes seq 1 out, the 4th pushes seq 2.
+    assert leaving_seqs(last_seq=0, archived_upto_seq=0, keep=2, count=4) == [1, 2]
+    assert advance_pending(
+        pending_tokens=0, last_seq=0, archived_upto_seq=0, keep=2,
+        new_tokens=[5, 7, 11, 13], stored_tokens={},
+    ) == 5 + 7
+    assert advance_pending(
+        pending_tokens=3, last_seq=2, archived_upto_seq=0, keep=2,
+        new_tokens=[11], stored_tokens={1: 5},
+    ) == 3 + 5
+    assert advance_pending(
+        pending_tokens=0, last_seq=9, archived_upto_seq=0, keep=0, new_tokens=[1, 2],
+        stored_tokens={},
+    ) == 3
+    assert leaving_seqs(last_seq=0, archived_upto_seq=0, keep=10, count=10) == []
+    assert leaving_seqs(last_seq=10, archived_upto_seq=0, keep=10, count=1) == [1]
+
+
+texts = st.text(alphabet=st.characters(codec="utf-8", exclude_characters="\x00"), max_size=80)
+batches = st.lists(st.lists(texts, min_size=1, max_size=12), min_size=1, max_size=8)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(keep=st.sampled_from([0, 1, 10]), plan=batches)
+def test_pending_tokens_equals_recomputation(
+    database_url: str, keep: int, plan: list[list[str]]
+) -> None:
+    async def scenario() -> None:
+        database = Database.from_url(database_url, pool_size=1)
+        try:
+            keys = await make_tenant(database)
+            principal = keys.principal()
+            async with database.tenant(keys.tenant_id) as db:
+                row = await AgentSessionService(db, principal).create(
+                    AgentSessionCreate(keep_recent_count=keep)
+                )
+            for batch in plan:
+                messages = [MessageCreate(role="user", content=text) for text in batch]
+                async with database.tenant(keys.tenant_id) as db:
+                    await AgentSessionService(db, principal).append(row.agent_session_id, messages)
+                async with database.tenant(keys.tenant_id) as db:
+                    drift = await AgentSessionService(db, principal).check_pending(
+                        row.agent_session_id, repair=False
+                    )
+                assert drift.stored == drift.recomputed
+        finally:
+            await database.dispose()
+
+    asyncio.run(scenario())

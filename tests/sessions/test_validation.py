@@ -1,0 +1,159 @@
+"""Every validation rule of an append answers 4xx and stores nothing (DESIGN 5)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import pytest
+
+from app.config import Settings
+from app.db import Database
+from app.main import create_app
+from tests.conftest import TenantKeys
+from tests.sessions.test_api import create_session
+
+TOOL_CALL = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+
+BAD_MESSAGES: list[tuple[str, dict[str, Any], int]] = [
+    ("unknown role", {"role": "robot", "content": "x"}, 422),
+    ("missing role", {"content": "x"}, 422),
+    ("tool without tool_call_id", {"role": "tool", "content": "x"}, 422),
+    ("tool with empty tool_call_id", {"role": "tool", "tool_call_id": "", "content": "x"}, 422),
+    ("NUL in content", {"role": "user", "content": "a\x00b"}, 422),
+    ("NUL in a content part", {"role": "user", "content": [{"type": "text", "text": "\x00"}]}, 422),
+    ("NUL in metadata", {"role": "user", "content": "ok", "metadata": {"k": "\x00"}}, 422),
+    (
+        "NUL in tool arguments",
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "c", "type": "function", "function": {"name": "f", "arguments": "\x00"}}
+            ],
+        },
+        422,
+    ),
+    ("null content for a user", {"role": "user", "content": None}, 422),
+    ("missing content for a user", {"role": "user"}, 422),
+    ("tool_calls on a user message", {"role": "user", "content": "x", "tool_calls": [TOOL_CALL]}, 422),
+    ("content of a wrong type", {"role": "user", "content": 42}, 422),
+    (
+        "tool call without id",
+        {"role": "assistant", "content": None, "tool_calls": [{"type": "function",
+                                                              "function": TOOL_CALL["function"]}]},
+        422,
+    ),
+    ("metadata not an object", {"role": "user", "content": "x", "metadata": [1]}, 422),
+    ("oversized message", {"role": "user", "content": "x" * (1024 * 1024 + 1)}, 413),
+]
+
+
+async def stored_count(client: httpx.AsyncClient, keys: TenantKeys, agent_session_id: str) -> int:
+    response = await client.get(f"/v1/sessions/{agent_session_id}", headers=keys.read)
+    count: int = response.json()["message_count"]
+    return count
+
+
+@pytest.mark.parametrize(("case", "message", "status"), BAD_MESSAGES, ids=[c[0] for c in BAD_MESSAGES])
+async def test_bad_single_message_is_refused(
+    client: httpx.AsyncClient,
+    tenant: TenantKeys,
+    case: str,
+    message: dict[str, Any],
+    status: int,
+) -> None:
+    agent_session_id = await create_session(client, tenant)
+    response = await client.post(
+        f"/v1/sessions/{agent_session_id}/messages", json=message, headers=tenant.write
+    )
+    assert response.status_code == status, (case, response.text)
+    assert response.headers["content-type"] == "application/problem+json"
+    problem = response.json()
+    assert problem["status"] == status
+    assert "Traceback" not in response.text
+    if status == 422:
+        assert problem["errors"], problem
+    assert await stored_count(client, tenant, agent_session_id) == 0
+
+
+@pytest.mark.parametrize(("case", "message", "status"), BAD_MESSAGES, ids=[c[0] for c in BAD_MESSAGES])
+async def test_batch_with_one_bad_message_stores_nothing(
+    client: httpx.AsyncClient,
+    tenant: TenantKeys,
+    case: str,
+    message: dict[str, Any],
+    status: int,
+) -> None:
+    agent_session_id = await create_session(client, tenant)
+    good = {"role": "user", "content": "fine"}
+    response = await client.post(
+        f"/v1/sessions/{agent_session_id}/messages:batch",
+        json={"messages": [good, good, message, good]},
+        headers=tenant.write,
+    )
+    assert response.status_code == status, (case, response.text)
+    assert await stored_count(client, tenant, agent_session_id) == 0
+
+
+async def test_batch_limit_and_empty_batch(
+    client: httpx.AsyncClient, tenant: TenantKeys, settings: Settings, database: Database
+) -> None:
+    agent_session_id = await create_session(client, tenant)
+    empty = await client.post(
+        f"/v1/sessions/{agent_session_id}/messages:batch", json={"messages": []},
+        headers=tenant.write,
+    )
+    assert empty.status_code == 422
+    over = [{"role": "user", "content": "x"}] * (settings.max_batch_messages + 1)
+    too_many = await client.post(
+        f"/v1/sessions/{agent_session_id}/messages:batch", json={"messages": over},
+        headers=tenant.write,
+    )
+    assert too_many.status_code == 413
+    assert await stored_count(client, tenant, agent_session_id) == 0
+    exactly = [{"role": "user", "content": "x"}] * settings.max_batch_messages
+    accepted = await client.post(
+        f"/v1/sessions/{agent_session_id}/messages:batch", json={"messages": exactly},
+        headers=tenant.write,
+    )
+    assert accepted.status_code == 201
+    assert await stored_count(client, tenant, agent_session_id) == settings.max_batch_messages
+
+
+async def test_malformed_json_body(client: httpx.AsyncClient, tenant: TenantKeys) -> None:
+    agent_session_id = await create_session(client, tenant)
+    response = await client.post(
+        f"/v1/sessions/{agent_session_id}/messages",
+        content=b'{"role": "user", "content": ',
+        headers={**tenant.write, "content-type": "application/json"},
+    )
+    assert response.status_code == 422
+    assert response.headers["content-type"] == "application/problem+json"
+    assert await stored_count(client, tenant, agent_session_id) == 0
+
+
+async def test_configured_message_limit(settings: Settings, database: Database) -> None:
+    from asgi_lifespan import LifespanManager
+
+    from tests.conftest import make_tenant
+
+    small = settings.model_copy(update={"max_message_bytes": 2048})
+    app = create_app(small, database=database)
+    keys = await make_tenant(database)
+    async with (
+        LifespanManager(app) as manager,
+        httpx.AsyncClient(transport=httpx.ASGITransport(app=manager.app), base_url="http://t") as http,
+    ):
+        agent_session_id = await create_session(http, keys)
+        fits = await http.post(
+            f"/v1/sessions/{agent_session_id}/messages",
+            json={"role": "user", "content": "y" * 1900}, headers=keys.write,
+        )
+        assert fits.status_code == 201
+        too_big = await http.post(
+            f"/v1/sessions/{agent_session_id}/messages",
+            json={"role": "user", "content": "y" * 2100}, headers=keys.write,
+        )
+        assert too_big.status_code == 413
+        assert await stored_count(http, keys, agent_session_id) == 1
