@@ -1,19 +1,47 @@
-"""Archives: committed seq ranges of an agent session's messages.
+"""Archives and the working-memory section history.
 
-No message row belongs to an archive by copy: an archive is ``[start_seq, end_seq]`` over the
-append-only messages table, plus the working memory produced for it.
+An archive is ``[start_seq, end_seq]`` over the append-only messages table, and it is also the
+job that produces the next working memory (``status`` pending → running → done | failed). Each
+processed archive has seven ``wm_section_versions`` rows: the audit trail, in plain SQL.
 """
 
 from __future__ import annotations
 
 import uuid
+from datetime import datetime
+from typing import Any
 
-from sqlalchemy import BigInteger, CheckConstraint, ForeignKeyConstraint, Integer, Text
-from sqlalchemy.dialects.postgresql import UUID
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    CheckConstraint,
+    Enum,
+    ForeignKeyConstraint,
+    Index,
+    Integer,
+    SmallInteger,
+    String,
+    Text,
+    text,
+)
+from sqlalchemy.dialects.postgresql import ARRAY, UUID
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.db import Base
 from app.models.types import CreatedAt
+
+SECTION_NAMES = (
+    "Session Title",
+    "Current State",
+    "Task & Goals",
+    "Key Facts & Decisions",
+    "Files & Context",
+    "Errors & Corrections",
+    "Open Issues",
+)
+wm_section = Enum(*SECTION_NAMES, name="wm_section")
+
+ARCHIVE_STATUSES = ("pending", "running", "done", "failed")
 
 
 class Archive(Base):
@@ -25,6 +53,13 @@ class Archive(Base):
             ondelete="CASCADE",
         ),
         CheckConstraint("start_seq <= end_seq", name="range"),
+        CheckConstraint("status IN ('pending', 'running', 'done', 'failed')", name="status"),
+        # The claim query scans only unfinished archives, oldest available first.
+        Index(
+            "ix_archives_unfinished",
+            "available_at",
+            postgresql_where=text("status IN ('pending', 'running')"),
+        ),
     )
 
     tenant_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True)
@@ -34,4 +69,63 @@ class Archive(Base):
     end_seq: Mapped[int] = mapped_column(BigInteger)
     overview: Mapped[str | None] = mapped_column(Text)
     abstract: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[CreatedAt]
+
+    status: Mapped[str] = mapped_column(String(16), server_default=text("'pending'"))
+    attempt: Mapped[int] = mapped_column(Integer, server_default=text("0"))
+    available_at: Mapped[datetime] = mapped_column(server_default=text("now()"))
+    lease_until: Mapped[datetime | None]
+    last_error: Mapped[str | None] = mapped_column(Text)
+    error_stage: Mapped[str | None] = mapped_column(String(32))
+    generator: Mapped[str | None] = mapped_column(String(32))
+    generator_note: Mapped[str | None] = mapped_column(Text)
+    model: Mapped[str | None] = mapped_column(Text)
+    prompt_version: Mapped[str | None] = mapped_column(String(32))
+    usage: Mapped[dict[str, Any] | None]
+    covers_failed_archives: Mapped[list[int]] = mapped_column(
+        ARRAY(Integer), server_default=text("'{}'::integer[]")
+    )
+    legacy_overview: Mapped[str | None] = mapped_column(Text)
+    is_legacy: Mapped[bool] = mapped_column(Boolean, server_default=text("false"))
+    upgraded_from_legacy: Mapped[bool] = mapped_column(Boolean, server_default=text("false"))
+    keep_recent_count: Mapped[int | None] = mapped_column(Integer)
+    first_turn: Mapped[int | None] = mapped_column(Integer)
+    last_turn: Mapped[int | None] = mapped_column(Integer)
+    tail_start_seq: Mapped[int | None] = mapped_column(BigInteger)
+    tail_end_seq: Mapped[int | None] = mapped_column(BigInteger)
+    tail_message_count: Mapped[int] = mapped_column(Integer, server_default=text("0"))
+    tail_tokens: Mapped[int] = mapped_column(BigInteger, server_default=text("0"))
+    archived_tokens: Mapped[int] = mapped_column(BigInteger, server_default=text("0"))
+    wm_tokens: Mapped[int | None] = mapped_column(Integer)
+    finished_at: Mapped[datetime | None]
+
+
+class WmSectionVersion(Base):
+    __tablename__ = "wm_section_versions"
+    __table_args__ = (
+        ForeignKeyConstraint(
+            ["tenant_id", "agent_session_id", "archive_seq"],
+            ["archives.tenant_id", "archives.agent_session_id", "archives.archive_seq"],
+            ondelete="CASCADE",
+        ),
+        CheckConstraint("position BETWEEN 1 AND 7", name="position"),
+    )
+
+    tenant_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True)
+    agent_session_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True)
+    archive_seq: Mapped[int] = mapped_column(Integer, primary_key=True)
+    section: Mapped[str] = mapped_column(wm_section, primary_key=True)
+    position: Mapped[int] = mapped_column(SmallInteger)
+    content: Mapped[str] = mapped_column(Text)
+    content_sha256: Mapped[str] = mapped_column(String(64))
+    token_count: Mapped[int] = mapped_column(Integer)
+    item_count: Mapped[int] = mapped_column(Integer)
+    op_requested: Mapped[str | None] = mapped_column(String(16))
+    op_applied: Mapped[str] = mapped_column(String(16))
+    guard: Mapped[str | None] = mapped_column(String(64))
+    reason: Mapped[str] = mapped_column(String(64))
+    details: Mapped[dict[str, Any]] = mapped_column(server_default=text("'{}'::jsonb"))
+    generator: Mapped[str] = mapped_column(String(32))
+    model: Mapped[str | None] = mapped_column(Text)
+    prompt_version: Mapped[str | None] = mapped_column(String(32))
     created_at: Mapped[CreatedAt]

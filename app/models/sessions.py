@@ -61,6 +61,7 @@ class AgentSession(Base):
     turn_count: Mapped[int] = mapped_column(Integer, server_default=text("0"))
     pending_tokens: Mapped[int] = mapped_column(BigInteger, server_default=text("0"))
     total_tokens: Mapped[int] = mapped_column(BigInteger, server_default=text("0"))
+    archived_tokens: Mapped[int] = mapped_column(BigInteger, server_default=text("0"))
     archive_count: Mapped[int] = mapped_column(Integer, server_default=text("0"))
     created_at: Mapped[CreatedAt]
     updated_at: Mapped[CreatedAt]
