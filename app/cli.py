@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import json
 import stat
-import sys
 import uuid
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass

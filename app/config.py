@@ -6,6 +6,7 @@ Owns names, defaults and validation of configuration. Never reads files or opens
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from pydantic import AliasChoices, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -35,8 +36,37 @@ class Settings(BaseSettings):
     max_batch_messages: int = Field(default=500, ge=1)
     default_keep_recent_count: int = Field(default=10, ge=0, le=10_000)
 
+    llm_provider: Literal["auto", "offline", "openai"] = Field(
+        default="auto", description="auto: openai when WORKMEM_LLM_API_KEY is set, else offline"
+    )
+    llm_base_url: str | None = None
+    llm_api_key: SecretStr | None = None
+    llm_model: str = "gpt-4o-mini"
+    llm_timeout_s: float = Field(default=60.0, gt=0)
+    llm_max_retries: int = Field(default=2, ge=0, le=10)
+    llm_fallback: Literal["offline", "none"] = Field(
+        default="offline",
+        description="what runs when the model is unavailable: the offline extractor, or nothing "
+        "(the archive is retried with backoff, then fails)",
+    )
+    llm_max_input_tokens: int = Field(default=24_000, ge=1_000)
+
+    worker_enabled: bool = Field(default=True, description="run the in-process worker in serve")
+    worker_lease_s: float = Field(default=300.0, gt=0)
+    worker_max_attempts: int = Field(default=5, ge=1)
+    worker_poll_s: float = Field(default=1.0, gt=0)
+    worker_backoff_base_s: float = Field(default=2.0, ge=0)
+    worker_backoff_max_s: float = Field(default=300.0, ge=0)
+    commit_wait_timeout_s: float = Field(default=30.0, gt=0, le=600)
+
     log_level: str = "INFO"
     log_json: bool = True
+
+    @property
+    def use_openai(self) -> bool:
+        if self.llm_provider == "auto":
+            return self.llm_api_key is not None
+        return self.llm_provider == "openai"
 
     @property
     def key_file(self) -> Path:

@@ -6,6 +6,7 @@ errors as problem+json, and the health endpoints. Holds no feature logic.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -20,9 +21,13 @@ from sqlalchemy import exc as sa_exc
 from sqlalchemy import text
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from app.archives.endpoints import router as archives_router
+from app.archives.generation import WorkingMemoryGenerator
+from app.archives.worker import ArchiveWorker, WorkerConfig
 from app.config import Settings
 from app.db import Database, is_unavailable
 from app.errors import AppError, Unavailable
+from app.llm.ports import ChatModel
 from app.migrations import head_revision
 from app.observability import observe_request
 from app.sessions.endpoints import router as sessions_router
@@ -89,7 +94,47 @@ def install_error_handlers(app: FastAPI) -> None:
         return problem(500, "internal", "Internal error", "an unexpected error occurred")
 
 
-def create_app(settings: Settings | None = None, *, database: Database | None = None) -> FastAPI:
+def build_generator(settings: Settings) -> WorkingMemoryGenerator:
+    """The model provider chosen by configuration; the offline extractor when there is none."""
+    chat: ChatModel | None = None
+    if settings.use_openai:
+        from app.llm.openai_provider import OpenAIChatModel
+
+        chat = OpenAIChatModel(
+            base_url=settings.llm_base_url or "https://api.openai.com/v1",
+            api_key=settings.llm_api_key.get_secret_value() if settings.llm_api_key else "",
+            model=settings.llm_model,
+            timeout_s=settings.llm_timeout_s,
+            max_retries=settings.llm_max_retries,
+        )
+    return WorkingMemoryGenerator(
+        chat, fallback=settings.llm_fallback, max_input_tokens=settings.llm_max_input_tokens
+    )
+
+
+def build_worker(
+    settings: Settings, database: Database, generator: WorkingMemoryGenerator
+) -> ArchiveWorker:
+    return ArchiveWorker(
+        database,
+        generator,
+        WorkerConfig(
+            lease_s=settings.worker_lease_s,
+            max_attempts=settings.worker_max_attempts,
+            poll_s=settings.worker_poll_s,
+            backoff_base_s=settings.worker_backoff_base_s,
+            backoff_max_s=settings.worker_backoff_max_s,
+            max_input_tokens=settings.llm_max_input_tokens,
+        ),
+    )
+
+
+def create_app(
+    settings: Settings | None = None,
+    *,
+    database: Database | None = None,
+    generator: WorkingMemoryGenerator | None = None,
+) -> FastAPI:
     """Build the ASGI app. ``settings.database_url`` must be resolved (see ``app.cli``)."""
     settings = settings or Settings()
 
@@ -108,9 +153,16 @@ def create_app(settings: Settings | None = None, *, database: Database | None = 
             )
         app.state.settings = settings
         app.state.authenticator = Authenticator(app.state.database, settings)
+        worker = build_worker(settings, app.state.database, generator or build_generator(settings))
+        app.state.worker = worker
+        stop = asyncio.Event()
+        task = asyncio.create_task(worker.run(stop)) if settings.worker_enabled else None
         try:
             yield
         finally:
+            stop.set()
+            if task is not None:
+                await task
             if owned:
                 await app.state.database.dispose()
 
@@ -124,6 +176,7 @@ def create_app(settings: Settings | None = None, *, database: Database | None = 
     install_error_handlers(app)
     app.include_router(admin_router)
     app.include_router(sessions_router)
+    app.include_router(archives_router)
     app.mount("/metrics", make_asgi_app())
 
     @app.get("/healthz", tags=["operations"])

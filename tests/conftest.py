@@ -49,7 +49,9 @@ async def database(database_url: str) -> AsyncIterator[Database]:
 
 @pytest.fixture(scope="session")
 def settings(database_url: str) -> Settings:
-    return Settings(database_url=database_url, admin_token=SecretStr(ADMIN_TOKEN))
+    return Settings(
+        database_url=database_url, admin_token=SecretStr(ADMIN_TOKEN), worker_enabled=False
+    )
 
 
 @pytest.fixture(scope="session")

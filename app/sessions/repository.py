@@ -139,6 +139,36 @@ class AgentSessionRepository:
             )
         )
 
+    async def save_commit(
+        self,
+        agent_session_id: uuid.UUID,
+        *,
+        keep_recent_count: int,
+        pending_tokens: int,
+        archived_upto_seq: int | None = None,
+        archive_count: int | None = None,
+        archived_tokens: int | None = None,
+    ) -> None:
+        values: dict[str, Any] = {
+            "keep_recent_count": keep_recent_count,
+            "pending_tokens": pending_tokens,
+            "updated_at": func.now(),
+        }
+        if archived_upto_seq is not None:
+            values.update(
+                archived_upto_seq=archived_upto_seq,
+                archive_count=archive_count,
+                archived_tokens=archived_tokens,
+            )
+        await self.db.execute(
+            update(AgentSession)
+            .where(
+                AgentSession.tenant_id == self.scope.tenant_id,
+                AgentSession.agent_session_id == agent_session_id,
+            )
+            .values(**values)
+        )
+
     async def set_pending_tokens(self, agent_session_id: uuid.UUID, pending_tokens: int) -> None:
         await self.db.execute(
             update(AgentSession)

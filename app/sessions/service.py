@@ -275,11 +275,42 @@ class AgentSessionService:
             archived_upto_seq=archived,
         )
 
+    async def record_skipped_commit(self, agent_session: AgentSession, keep: int) -> None:
+        """A skipped commit still resets the counter and remembers ``keep`` (DESIGN 6.1)."""
+        await self.agent_sessions.save_commit(
+            agent_session.agent_session_id, keep_recent_count=keep, pending_tokens=0
+        )
+
+    async def record_commit(
+        self,
+        agent_session: AgentSession,
+        *,
+        keep: int,
+        end_seq: int,
+        archived_tokens: int,
+        pending_tokens: int,
+    ) -> None:
+        await self.agent_sessions.save_commit(
+            agent_session.agent_session_id,
+            keep_recent_count=keep,
+            pending_tokens=pending_tokens,
+            archived_upto_seq=end_seq,
+            archive_count=agent_session.archive_count + 1,
+            archived_tokens=agent_session.archived_tokens + archived_tokens,
+        )
+
     async def read_messages(
-        self, agent_session_id: uuid.UUID, *, after_seq: int, limit: int
+        self,
+        agent_session_id: uuid.UUID,
+        *,
+        after_seq: int,
+        limit: int,
+        upto_seq: int | None = None,
     ) -> tuple[AgentSession, Sequence[Message]]:
         agent_session = await self.get(agent_session_id)
-        rows = await self.messages.read(agent_session_id, after_seq=after_seq, limit=limit)
+        rows = await self.messages.read(
+            agent_session_id, after_seq=after_seq, limit=limit, upto_seq=upto_seq
+        )
         return agent_session, rows
 
     async def recompute_pending(self, agent_session: AgentSession) -> int:

@@ -1,0 +1,252 @@
+"""Producing the next working memory for an archive: the model path and its fallback chain.
+
+Owns DESIGN 4.3: update call → (no tool call or unrecoverable arguments) creation call →
+(model unavailable or creation unusable) the offline extractor; every path ends in the same pure
+merge, and the generator that produced the result is recorded with why. Holds no transaction:
+callers load the input before and write the result after (nothing here touches the database).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from app.llm.ports import ChatModel, ModelError, Usage
+from app.wm.extractor import extract_ops
+from app.wm.merge import MergeResult, creation_ops, merge
+from app.wm.prompts import PROMPT_VERSION, batch_messages, create_prompt, update_prompt
+from app.wm.recovery import RecoveryPath, recover_arguments
+from app.wm.schema import CREATE_FIELD, CREATE_TOOL, UPDATE_TOOL
+from app.wm.sections import Section, empty_sections, parse, render
+from app.wm.thresholds import DEFAULT_CONFIG, GuardConfig, size_warnings
+from app.wm.tokens import count_tokens
+
+logger = logging.getLogger(__name__)
+
+GeneratorName = Literal[
+    "llm_update",
+    "llm_recovered",
+    "llm_create",
+    "llm_create_fallback",
+    "offline",
+    "offline_fallback",
+]
+
+_PROMPT_OVERHEAD_TOKENS = 3_000
+"""Rules, tool schema and framing of a prompt, kept out of the message budget."""
+
+
+@dataclass(frozen=True, slots=True)
+class Prior:
+    """What the archive starts from: the previous WM's sections, or a legacy free-text overview."""
+
+    sections: Mapping[Section, str]
+    legacy_text: str | None = None
+
+    @property
+    def is_empty(self) -> bool:
+        return self.legacy_text is None and not any(self.sections.values())
+
+
+@dataclass(frozen=True, slots=True)
+class Generated:
+    result: MergeResult
+    generator: GeneratorName
+    note: str | None
+    model: str | None
+    prompt_version: str | None
+    usage: Usage = field(default_factory=Usage)
+    upgraded_from_legacy: bool = False
+    batches: int = 1
+
+
+def legacy_sections(legacy_text: str) -> dict[Section, str]:
+    """Sections from a legacy overview: its own headers if it has any, else its lines as facts.
+
+    Free text goes to Key Facts & Decisions (the cumulative section) so the offline path keeps
+    every line of it; the model path instead rewrites it with the creation call.
+    """
+    document = parse(legacy_text)
+    if document.found:
+        return dict(document.sections)
+    sections = empty_sections()
+    lines = [line.strip() for line in legacy_text.splitlines() if line.strip()]
+    sections[Section.KEY_FACTS] = "\n".join(
+        line if line.startswith(("-", "*", "+")) else f"- {line}" for line in lines
+    )
+    return sections
+
+
+class WorkingMemoryGenerator:
+    def __init__(
+        self,
+        chat: ChatModel | None,
+        *,
+        fallback: Literal["offline", "none"] = "offline",
+        max_input_tokens: int = 24_000,
+        config: GuardConfig = DEFAULT_CONFIG,
+    ) -> None:
+        self.chat = chat
+        self.fallback = fallback
+        self.max_input_tokens = max_input_tokens
+        self.config = config
+
+    async def generate(self, prior: Prior, messages: Sequence[Mapping[str, object]]) -> Generated:
+        """Merge the archive's messages into the prior, batch by batch (each batch's WM is the
+        next batch's prior), so the input of one call stays within ``max_input_tokens``."""
+        sections: Mapping[Section, str] = prior.sections
+        legacy = prior.legacy_text
+        prior_tokens = count_tokens(render(sections)) + count_tokens(legacy or "")
+        budget = max(2_000, self.max_input_tokens - _PROMPT_OVERHEAD_TOKENS - prior_tokens)
+        batches = batch_messages(messages, budget=budget) if messages else [[]]
+        usage = Usage()
+        steps: list[Generated] = []
+        for batch in batches:
+            step = await self._step(Prior(sections, legacy), batch)
+            usage = usage + step.usage
+            steps.append(step)
+            sections = step.result.sections
+            legacy = None
+        last = steps[-1]
+        generators = {step.generator for step in steps}
+        notes = [step.note for step in steps if step.note]
+        return Generated(
+            result=last.result,
+            generator=last.generator if len(generators) == 1 else _worst(generators),
+            note="; ".join(dict.fromkeys(notes)) or None,
+            model=next((step.model for step in steps if step.model), None),
+            prompt_version=next((s.prompt_version for s in steps if s.prompt_version), None),
+            usage=usage,
+            upgraded_from_legacy=prior.legacy_text is not None,
+            batches=len(batches),
+        )
+
+    async def _step(self, prior: Prior, batch: Sequence[Mapping[str, object]]) -> Generated:
+        if self.chat is None:
+            return self._offline(prior, batch, "offline", None)
+        try:
+            if prior.legacy_text is not None or prior.is_empty:
+                return await self._create(self.chat, prior, batch, "llm_create")
+            return await self._update(self.chat, prior, batch)
+        except ModelError as error:
+            if self.fallback == "none":
+                raise
+            logger.warning("model unavailable, offline fallback", extra={"error": str(error)})
+            return self._offline(prior, batch, "offline_fallback", f"model unavailable: {error}")
+
+    def _offline(
+        self,
+        prior: Prior,
+        batch: Sequence[Mapping[str, object]],
+        generator: GeneratorName,
+        note: str | None,
+    ) -> Generated:
+        sections = prior.sections
+        if prior.legacy_text is not None:
+            sections = merge(
+                empty_sections(),
+                creation_ops(parse(render(legacy_sections(prior.legacy_text)))),
+                config=self.config,
+            ).sections
+        ops = extract_ops(batch, sections)
+        return Generated(merge(sections, ops, config=self.config), generator, note, None, None)
+
+    async def _update(
+        self, chat: ChatModel, prior: Prior, batch: Sequence[Mapping[str, object]]
+    ) -> Generated:
+        prompt = update_prompt(
+            render(prior.sections),
+            batch,
+            size_warnings=size_warnings(prior.sections, count_tokens, self.config),
+        )
+        outcome = await chat.call_tool(
+            system=prompt[0]["content"], user=prompt[1]["content"], tool=UPDATE_TOOL["function"]
+        )
+        if outcome.arguments is not None:
+            recovery = recover_arguments(outcome.arguments)
+            if recovery.path is RecoveryPath.PARSED and not recovery.scanned:
+                result = merge(prior.sections, json.loads(outcome.arguments), config=self.config)
+                return Generated(
+                    result, "llm_update", None, outcome.model, PROMPT_VERSION, outcome.usage
+                )
+            if recovery.arguments is not None:
+                result = merge(prior.sections, recovery.arguments, config=self.config)
+                return Generated(
+                    result,
+                    "llm_recovered",
+                    f"arguments {recovery.path.value}",
+                    outcome.model,
+                    PROMPT_VERSION,
+                    outcome.usage,
+                )
+            reason = "unrecoverable tool arguments"
+        else:
+            reason = "no tool call"
+        created = await self._create(chat, prior, batch, "llm_create_fallback")
+        return Generated(
+            created.result,
+            created.generator,
+            f"{reason}; {created.note}" if created.note else reason,
+            created.model,
+            created.prompt_version,
+            outcome.usage + created.usage,
+        )
+
+    async def _create(
+        self,
+        chat: ChatModel,
+        prior: Prior,
+        batch: Sequence[Mapping[str, object]],
+        generator: GeneratorName,
+    ) -> Generated:
+        context = prior.legacy_text if prior.legacy_text is not None else render(prior.sections)
+        if prior.is_empty:
+            context = ""
+        prompt = create_prompt(batch, context=context)
+        outcome = await chat.call_tool(
+            system=prompt[0]["content"], user=prompt[1]["content"], tool=CREATE_TOOL["function"]
+        )
+        markdown = _created_markdown(outcome.arguments, outcome.text)
+        document = parse(markdown) if markdown else None
+        if document is None or not document.found:
+            offline = self._offline(prior, batch, "offline_fallback", "creation output unusable")
+            return Generated(
+                offline.result,
+                offline.generator,
+                offline.note,
+                outcome.model,
+                PROMPT_VERSION,
+                outcome.usage,
+            )
+        base = prior.sections if prior.legacy_text is None else empty_sections()
+        result = merge(base, creation_ops(document), config=self.config)
+        note = "upgraded from legacy overview" if prior.legacy_text is not None else None
+        return Generated(result, generator, note, outcome.model, PROMPT_VERSION, outcome.usage)
+
+
+_SEVERITY: tuple[GeneratorName, ...] = (
+    "offline_fallback",
+    "llm_create_fallback",
+    "llm_recovered",
+    "llm_create",
+    "llm_update",
+    "offline",
+)
+
+
+def _worst(generators: set[GeneratorName]) -> GeneratorName:
+    return next(name for name in _SEVERITY if name in generators)
+
+
+def _created_markdown(arguments: str | None, text: str | None) -> str | None:
+    if arguments is not None:
+        try:
+            value = json.loads(arguments)
+        except ValueError:
+            value = None
+        if isinstance(value, dict) and isinstance(value.get(CREATE_FIELD), str):
+            return str(value[CREATE_FIELD])
+    return text if text and text.strip() else None

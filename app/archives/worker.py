@@ -1,0 +1,200 @@
+"""Phase 2: the archive worker. Claims archives, produces working memory, writes it back.
+
+A job is an edge: it opens a short transaction to claim, another to read its input, calls the
+model with no transaction open, then writes the result in one transaction that re-checks the
+lease (DESIGN 6.2). Used by the in-process worker of ``workmem serve``, by ``workmem worker``
+processes, and by ``commit?wait=true`` to drain one agent session.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+import time
+import uuid
+from dataclasses import dataclass
+
+from sqlalchemy import exc as sa_exc
+
+from app.archives import repository
+from app.archives.generation import WorkingMemoryGenerator
+from app.archives.repository import Claim
+from app.archives.service import ArchiveJobService, LeaseLost
+from app.db import Database
+from app.errors import Unavailable
+from app.llm.ports import PermanentModelError, TransientModelError
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerConfig:
+    lease_s: float = 300.0
+    max_attempts: int = 5
+    poll_s: float = 1.0
+    backoff_base_s: float = 2.0
+    backoff_max_s: float = 300.0
+    max_input_tokens: int = 24_000
+
+
+class ArchiveWorker:
+    def __init__(
+        self,
+        database: Database,
+        generator: WorkingMemoryGenerator,
+        config: WorkerConfig | None = None,
+        *,
+        name: str | None = None,
+    ) -> None:
+        self.database = database
+        self.generator = generator
+        self.config = config or WorkerConfig()
+        self.name = name or f"worker-{uuid.uuid4().hex[:8]}"
+        self.wakeup = asyncio.Event()
+
+    def backoff_s(self, attempt: int) -> float:
+        delay = min(self.config.backoff_max_s, self.config.backoff_base_s * 2.0 ** (attempt - 1))
+        jitter: float = random.uniform(0.8, 1.2)  # noqa: S311 - jitter, not security
+        return delay * jitter
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Claim and process archives until ``stop`` is set; back off while the DB is down."""
+        failures = 0
+        while not stop.is_set():
+            try:
+                claimed = await self.run_once()
+                failures = 0
+            except (Unavailable, sa_exc.DBAPIError, OSError) as error:
+                failures += 1
+                logger.warning("worker cannot reach the database", extra={"error": str(error)})
+                claimed = None
+                await _wait(stop, min(30.0, 0.5 * 2**failures))
+                continue
+            if claimed is None:
+                self.wakeup.clear()
+                await _wait_any(stop, self.wakeup, self.config.poll_s)
+
+    async def run_once(
+        self, *, tenant_id: uuid.UUID | None = None, agent_session_id: uuid.UUID | None = None
+    ) -> Claim | None:
+        async with self.database.system() as db:
+            claim = await repository.claim_next(
+                db,
+                lease_s=self.config.lease_s,
+                tenant_id=tenant_id,
+                agent_session_id=agent_session_id,
+            )
+        if claim is None:
+            return None
+        await self.process(claim)
+        return claim
+
+    async def process(self, claim: Claim) -> None:
+        started = time.perf_counter()
+        stage = "load"
+        try:
+            async with self.database.tenant(claim.tenant_id) as db:
+                work = await ArchiveJobService(db, claim.tenant_id).load(
+                    claim, max_input_tokens=self.config.max_input_tokens
+                )
+            stage = "generate"
+            generated = await self.generator.generate(work.prior, work.messages)
+            stage = "write"
+            async with self.database.tenant(claim.tenant_id) as db:
+                await ArchiveJobService(db, claim.tenant_id).finish(claim, work, generated)
+        except LeaseLost:
+            logger.warning("lease lost; another worker owns the archive", extra=_ids(claim))
+            return
+        except PermanentModelError as error:
+            await self._fail(claim, stage, str(error))
+            return
+        except (TransientModelError, Unavailable, sa_exc.DBAPIError, OSError) as error:
+            await self._retry_or_fail(claim, stage, str(error) or type(error).__name__)
+            return
+        except Exception as error:
+            logger.exception("archive processing failed", extra=_ids(claim))
+            await self._retry_or_fail(claim, stage, f"{type(error).__name__}: {error}"[:500])
+            return
+        logger.info(
+            "archive done",
+            extra={
+                **_ids(claim),
+                "generator": generated.generator,
+                "duration_ms": round((time.perf_counter() - started) * 1000, 1),
+            },
+        )
+
+    async def _retry_or_fail(self, claim: Claim, stage: str, message: str) -> None:
+        if claim.attempt >= self.config.max_attempts:
+            await self._fail(claim, stage, f"{message} (after {claim.attempt} attempts)")
+            return
+        delay = self.backoff_s(claim.attempt)
+        logger.warning("archive will be retried", extra={**_ids(claim), "delay_s": round(delay, 2)})
+        try:
+            async with self.database.tenant(claim.tenant_id) as db:
+                await ArchiveJobService(db, claim.tenant_id).reschedule(
+                    claim, delay_s=delay, stage=stage, message=message
+                )
+        except (Unavailable, sa_exc.DBAPIError, LeaseLost):
+            # The lease expires by itself; the archive becomes claimable again.
+            logger.warning("could not reschedule; the lease will expire", extra=_ids(claim))
+
+    async def _fail(self, claim: Claim, stage: str, message: str) -> None:
+        logger.warning("archive failed", extra={**_ids(claim), "stage": stage})
+        try:
+            async with self.database.tenant(claim.tenant_id) as db:
+                await ArchiveJobService(db, claim.tenant_id).fail(
+                    claim, stage=stage, message=message
+                )
+        except (Unavailable, sa_exc.DBAPIError, LeaseLost):
+            logger.warning("could not record the failure; the lease will expire", extra=_ids(claim))
+
+    async def drain(
+        self,
+        tenant_id: uuid.UUID,
+        agent_session_id: uuid.UUID,
+        archive_seq: int,
+        *,
+        timeout_s: float,
+    ) -> str:
+        """Process this agent session's archives, oldest first, until ``archive_seq`` finishes
+        or ``timeout_s`` passes; returns the archive's status."""
+        deadline = time.monotonic() + timeout_s
+        delay = 0.02
+        while True:
+            async with self.database.tenant(tenant_id) as db:
+                status = await ArchiveJobService(db, tenant_id).status(
+                    agent_session_id, archive_seq
+                )
+            if status in ("done", "failed") or time.monotonic() >= deadline:
+                return status
+            claimed = await self.run_once(tenant_id=tenant_id, agent_session_id=agent_session_id)
+            if claimed is None:
+                # Another worker holds the lease, or the archive waits for its backoff.
+                await asyncio.sleep(min(delay, max(0.0, deadline - time.monotonic())))
+                delay = min(delay * 2, 0.5)
+
+
+def _ids(claim: Claim) -> dict[str, object]:
+    return {
+        "tenant_id": str(claim.tenant_id),
+        "agent_session_id": str(claim.agent_session_id),
+        "archive_seq": claim.archive_seq,
+        "attempt": claim.attempt,
+    }
+
+
+async def _wait(stop: asyncio.Event, seconds: float) -> None:
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(stop.wait(), timeout=seconds)
+
+
+async def _wait_any(stop: asyncio.Event, wakeup: asyncio.Event, seconds: float) -> None:
+    waiters = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(wakeup.wait())]
+    try:
+        await asyncio.wait(waiters, timeout=seconds, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for waiter in waiters:
+            waiter.cancel()

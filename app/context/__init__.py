@@ -1,0 +1,1 @@
+"""Context assembly and compact: what the agent sends to its model next."""
