@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import signal
 import stat
 import uuid
 from collections.abc import Awaitable, Callable, Coroutine
@@ -36,10 +37,12 @@ db_cli = typer.Typer(help="Database migrations.", no_args_is_help=True)
 tenants_cli = typer.Typer(help="Tenants (operator).", no_args_is_help=True)
 keys_cli = typer.Typer(help="API keys (operator).", no_args_is_help=True)
 pending_cli = typer.Typer(help="The pending_tokens counter.", no_args_is_help=True)
+archives_cli = typer.Typer(help="Archives (operator).", no_args_is_help=True)
 cli.add_typer(db_cli, name="db")
 cli.add_typer(tenants_cli, name="tenants")
 cli.add_typer(keys_cli, name="keys")
 cli.add_typer(pending_cli, name="pending-tokens")
+cli.add_typer(archives_cli, name="archives")
 
 
 @dataclass(slots=True)
@@ -143,6 +146,37 @@ def serve(
     )
 
 
+@cli.command()
+def worker(
+    concurrency: Annotated[int, typer.Option(min=1, max=64, help="archives processed at once")] = 1,
+) -> None:
+    """Process archives (phase 2) until SIGTERM/SIGINT; run as many processes as you like."""
+    from app.archives.worker import ArchiveWorker
+    from app.main import build_generator, build_worker
+
+    settings = Settings()
+    configure_logging(settings.log_level, as_json=settings.log_json)
+    resolved = runtime(settings)
+
+    async def main() -> None:
+        database = Database.from_url(resolved.url, pool_size=max(2, concurrency + 1))
+        generator = build_generator(resolved.settings)
+        workers: list[ArchiveWorker] = [
+            build_worker(resolved.settings, database, generator) for _ in range(concurrency)
+        ]
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(signum, stop.set)
+        print(f"workmem: {concurrency} worker(s) started", flush=True)
+        try:
+            await asyncio.gather(*(worker.run(stop) for worker in workers))
+        finally:
+            await database.dispose()
+
+    asyncio.run(main())
+
+
 # --- db ----------------------------------------------------------------------------------------
 
 
@@ -231,6 +265,25 @@ def pending_tokens_check(
     echo_json(report)
     if report["drifted"] and not repair:
         raise typer.Exit(code=1)
+
+
+@archives_cli.command("retry")
+def archives_retry(
+    tenant: Annotated[uuid.UUID | None, typer.Option(help="only this tenant")] = None,
+    agent_session: Annotated[uuid.UUID | None, typer.Option(help="only this agent session")] = None,
+    archive_seq: Annotated[int | None, typer.Option(help="only this archive")] = None,
+) -> None:
+    """Re-queue failed archives (all of them, or those matching the filters)."""
+    from app.archives.repository import requeue_failed
+
+    async def work(database: Database) -> list[dict[str, object]]:
+        async with database.system() as db:
+            return await requeue_failed(
+                db, tenant_id=tenant, agent_session_id=agent_session, archive_seq=archive_seq
+            )
+
+    requeued = run_db(work, runtime().url)
+    echo_json({"requeued": requeued})
 
 
 def main() -> None:

@@ -163,6 +163,7 @@ def create_app(
             stop.set()
             if task is not None:
                 await task
+            await worker.close()
             if owned:
                 await app.state.database.dispose()
 

@@ -8,7 +8,6 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -33,7 +32,9 @@ class Server:
     def __init__(self, home: Path) -> None:
         self.home = home
         self.port = free_port()
-        env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "WORKMEM_DATABASE_URL")}
+        env = {
+            k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "WORKMEM_DATABASE_URL")
+        }
         env.update({"WORKMEM_HOME": str(home), "WORKMEM_LOG_JSON": "true"})
         self.log = (home.parent / f"serve-{self.port}.log").open("w")
         self.process = subprocess.Popen(
@@ -84,8 +85,8 @@ class Server:
 
 
 @pytest.fixture
-def home(tmp_path: Path) -> Iterator[Path]:
-    yield tmp_path / "home"
+def home(tmp_path: Path) -> Path:
+    return tmp_path / "home"
 
 
 def test_serve_creates_a_key_and_serves_agent_sessions(home: Path) -> None:

@@ -85,7 +85,7 @@ Waiting for the staging run.
 def run_sql(url: str, sql: str, params: tuple[object, ...] = ()) -> list[tuple[object, ...]]:
     plain = make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
     with psycopg.connect(plain) as connection:
-        cursor = connection.execute(sql.encode(), params)  # type: ignore[call-overload]
+        cursor = connection.execute(sql.encode(), params)
         rows: list[tuple[object, ...]] = cursor.fetchall() if cursor.description else []
         return rows
 
@@ -99,7 +99,11 @@ def test_legacy_overviews_are_upgraded_and_rendered_back(postgres: PostgresForTe
         "INSERT INTO agent_sessions (tenant_id, last_seq) VALUES (%s, 30) RETURNING agent_session_id",
         (tenant,),
     )[0][0]
-    for archive_seq, overview in [(1, SEVEN_HEADERS), (2, "Free text: the user likes tea."), (3, None)]:
+    for archive_seq, overview in [
+        (1, SEVEN_HEADERS),
+        (2, "Free text: the user likes tea."),
+        (3, None),
+    ]:
         run_sql(
             url,
             "INSERT INTO archives (tenant_id, agent_session_id, archive_seq, start_seq, end_seq,"

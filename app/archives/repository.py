@@ -94,6 +94,41 @@ async def claim_next(
     return Claim(tenant_id=row[0], agent_session_id=row[1], archive_seq=row[2], attempt=row[3])
 
 
+async def requeue_failed(
+    db: AsyncSession,
+    *,
+    tenant_id: uuid.UUID | None = None,
+    agent_session_id: uuid.UUID | None = None,
+    archive_seq: int | None = None,
+) -> list[dict[str, object]]:
+    """The operator's re-queue of failed archives (a system transaction, across tenants)."""
+    statement = (
+        update(Archive)
+        .where(Archive.status == "failed")
+        .values(
+            status="pending",
+            attempt=0,
+            available_at=func.now(),
+            lease_until=None,
+            last_error=None,
+            error_stage=None,
+            finished_at=None,
+        )
+        .returning(Archive.tenant_id, Archive.agent_session_id, Archive.archive_seq)
+    )
+    if tenant_id is not None:
+        statement = statement.where(Archive.tenant_id == tenant_id)
+    if agent_session_id is not None:
+        statement = statement.where(Archive.agent_session_id == agent_session_id)
+    if archive_seq is not None:
+        statement = statement.where(Archive.archive_seq == archive_seq)
+    rows = (await db.execute(statement)).all()
+    return [
+        {"tenant_id": str(row[0]), "agent_session_id": str(row[1]), "archive_seq": row[2]}
+        for row in rows
+    ]
+
+
 class ArchiveRepository:
     def __init__(self, db: AsyncSession, tenant_id: uuid.UUID) -> None:
         self.db = db

@@ -227,7 +227,13 @@ class ArchiveService:
         if archive.status != "failed":
             raise Conflict(f"archive {archive_seq} is {archive.status}; only failed ones retry")
         await self.archives.reschedule(
-            agent_session_id, archive_seq, delay_s=0, attempt=0, last_error=None, error_stage=None
+            agent_session_id,
+            archive_seq,
+            delay_s=0,
+            attempt=0,
+            last_error=None,
+            error_stage=None,
+            finished_at=None,
         )
         return await self.get(agent_session_id, archive_seq)
 

@@ -53,6 +53,7 @@ class ArchiveWorker:
         self.config = config or WorkerConfig()
         self.name = name or f"worker-{uuid.uuid4().hex[:8]}"
         self.wakeup = asyncio.Event()
+        self._detached: set[asyncio.Task[Claim | None]] = set()
 
     def backoff_s(self, attempt: int) -> float:
         delay = min(self.config.backoff_max_s, self.config.backoff_base_s * 2.0 ** (attempt - 1))
@@ -151,6 +152,11 @@ class ArchiveWorker:
         except (Unavailable, sa_exc.DBAPIError, LeaseLost):
             logger.warning("could not record the failure; the lease will expire", extra=_ids(claim))
 
+    async def close(self) -> None:
+        """Let jobs started by timed-out waits finish (their leases would expire otherwise)."""
+        if self._detached:
+            await asyncio.gather(*self._detached, return_exceptions=True)
+
     async def drain(
         self,
         tenant_id: uuid.UUID,
@@ -168,9 +174,19 @@ class ArchiveWorker:
                 status = await ArchiveJobService(db, tenant_id).status(
                     agent_session_id, archive_seq
                 )
-            if status in ("done", "failed") or time.monotonic() >= deadline:
+            remaining = deadline - time.monotonic()
+            if status in ("done", "failed") or remaining <= 0:
                 return status
-            claimed = await self.run_once(tenant_id=tenant_id, agent_session_id=agent_session_id)
+            # The job runs as its own task: when the wait times out, the work goes on.
+            task = asyncio.create_task(
+                self.run_once(tenant_id=tenant_id, agent_session_id=agent_session_id)
+            )
+            self._detached.add(task)
+            task.add_done_callback(self._detached.discard)
+            try:
+                claimed = await asyncio.wait_for(asyncio.shield(task), timeout=remaining)
+            except TimeoutError:
+                return "running"
             if claimed is None:
                 # Another worker holds the lease, or the archive waits for its backoff.
                 await asyncio.sleep(min(delay, max(0.0, deadline - time.monotonic())))

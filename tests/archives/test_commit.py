@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import json
+import uuid
 from typing import Any
 
 import httpx
@@ -11,6 +11,7 @@ import pytest
 from sqlalchemy import text
 
 from app.db import Database
+from app.sessions.service import AgentSessionService
 from tests.conftest import TenantKeys
 from tests.sessions.test_api import create_session
 
@@ -39,7 +40,10 @@ def result(call_id: str) -> dict[str, Any]:
 
 
 async def append(
-    client: httpx.AsyncClient, keys: TenantKeys, agent_session_id: str, messages: list[dict[str, Any]]
+    client: httpx.AsyncClient,
+    keys: TenantKeys,
+    agent_session_id: str,
+    messages: list[dict[str, Any]],
 ) -> None:
     response = await client.post(
         f"/v1/sessions/{agent_session_id}/messages:batch",
@@ -74,7 +78,10 @@ async def test_skips_and_keep_window(client: httpx.AsyncClient, tenant: TenantKe
 
     await append(client, tenant, agent_session_id, [user("a"), assistant("b"), user("c")])
     within = await commit(client, tenant, agent_session_id, keep_recent_count=3)
-    assert (within.json()["status"], within.json()["reason"]) == ("skipped", "all_within_keep_window")
+    assert (within.json()["status"], within.json()["reason"]) == (
+        "skipped",
+        "all_within_keep_window",
+    )
     state = await session_state(client, tenant, agent_session_id)
     assert state["keep_recent_count"] == 3
     assert state["pending_tokens"] == 0
@@ -171,7 +178,10 @@ async def test_commit_over_10000_messages_touches_no_message_row(
     agent_session_id = await create_session(client, tenant)
     for start in range(0, 10_000, 500):
         await append(
-            client, tenant, agent_session_id, [user(f"message {n}") for n in range(start, start + 500)]
+            client,
+            tenant,
+            agent_session_id,
+            [user(f"message {n}") for n in range(start, start + 500)],
         )
 
     async def fingerprint() -> tuple[int, str]:
@@ -230,15 +240,10 @@ async def test_concurrent_commits_make_consecutive_disjoint_archives(
     assert state["message_count"] == 80
     assert state["live_message_count"] == 80 - (expected_start - 1)
 
-    check = await client.get(f"/v1/sessions/{agent_session_id}", headers=tenant.read)
-    assert check.status_code == 200
-
 
 async def test_pending_tokens_after_racing_appends_and_commits(
     client: httpx.AsyncClient, database: Database, tenant: TenantKeys
 ) -> None:
-    from app.sessions.service import AgentSessionService
-
     agent_session_id = await create_session(client, tenant, keep_recent_count=4)
 
     async def appender(worker: int) -> None:
@@ -254,8 +259,6 @@ async def test_pending_tokens_after_racing_appends_and_commits(
             await asyncio.sleep(0)
 
     await asyncio.gather(appender(1), appender(2), committer(0), committer(3), committer(7))
-    import uuid
-
     async with database.tenant(tenant.tenant_id) as db:
         drift = await AgentSessionService(db, tenant.principal()).check_pending(
             uuid.UUID(agent_session_id), repair=False
@@ -269,5 +272,6 @@ async def test_pending_tokens_after_racing_appends_and_commits(
     ]
     assert len(covered) == len(set(covered)), "no message is archived twice"
     state = await session_state(client, tenant, agent_session_id)
-    assert sorted(covered) == list(range(1, state["message_count"] - state["live_message_count"] + 1))
-    assert json.dumps(state)
+    assert sorted(covered) == list(
+        range(1, state["message_count"] - state["live_message_count"] + 1)
+    )

@@ -72,9 +72,10 @@ async def test_create_append_and_read_back(client: httpx.AsyncClient, tenant: Te
     assert read["message_count"] == 4
     assert read["live_message_count"] == 4
     assert read["external_id"] == "conv-1"
-    assert read["total_tokens"] == sum(m["token_count"] for m in items) + body["message"][
-        "token_count"
-    ]
+    assert (
+        read["total_tokens"]
+        == sum(m["token_count"] for m in items) + body["message"]["token_count"]
+    )
 
 
 async def test_external_id_is_unique_per_tenant(
@@ -116,6 +117,8 @@ async def test_delete_removes_everything(client: httpx.AsyncClient, tenant: Tena
     )
     deleted = await client.delete(f"/v1/sessions/{agent_session_id}", headers=tenant.write)
     assert deleted.status_code == 204
-    assert (await client.get(f"/v1/sessions/{agent_session_id}", headers=tenant.read)).status_code == 404
+    assert (
+        await client.get(f"/v1/sessions/{agent_session_id}", headers=tenant.read)
+    ).status_code == 404
     again = await client.delete(f"/v1/sessions/{agent_session_id}", headers=tenant.write)
     assert again.status_code == 404

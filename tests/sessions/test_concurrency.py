@@ -26,8 +26,11 @@ async def test_eight_concurrent_appenders_get_gap_free_seqs(
             if index % 3 == 0:
                 response = await client.post(
                     f"/v1/sessions/{agent_session_id}/messages:batch",
-                    json={"messages": [{"role": "user", "content": f"w{worker} b{index} {n}"}
-                                       for n in range(3)]},
+                    json={
+                        "messages": [
+                            {"role": "user", "content": f"w{worker} b{index} {n}"} for n in range(3)
+                        ]
+                    },
                     headers=tenant.write,
                 )
                 assert response.status_code == 201, response.text
@@ -57,18 +60,39 @@ async def test_eight_concurrent_appenders_get_gap_free_seqs(
 def test_leaving_window_rule_by_hand() -> None:
     # keep 2, nothing archived: the 3rd message pushes seq 1 out, the 4th pushes seq 2.
     assert leaving_seqs(last_seq=0, archived_upto_seq=0, keep=2, count=4) == [1, 2]
-    assert advance_pending(
-        pending_tokens=0, last_seq=0, archived_upto_seq=0, keep=2,
-        new_tokens=[5, 7, 11, 13], stored_tokens={},
-    ) == 5 + 7
-    assert advance_pending(
-        pending_tokens=3, last_seq=2, archived_upto_seq=0, keep=2,
-        new_tokens=[11], stored_tokens={1: 5},
-    ) == 3 + 5
-    assert advance_pending(
-        pending_tokens=0, last_seq=9, archived_upto_seq=0, keep=0, new_tokens=[1, 2],
-        stored_tokens={},
-    ) == 3
+    assert (
+        advance_pending(
+            pending_tokens=0,
+            last_seq=0,
+            archived_upto_seq=0,
+            keep=2,
+            new_tokens=[5, 7, 11, 13],
+            stored_tokens={},
+        )
+        == 5 + 7
+    )
+    assert (
+        advance_pending(
+            pending_tokens=3,
+            last_seq=2,
+            archived_upto_seq=0,
+            keep=2,
+            new_tokens=[11],
+            stored_tokens={1: 5},
+        )
+        == 3 + 5
+    )
+    assert (
+        advance_pending(
+            pending_tokens=0,
+            last_seq=9,
+            archived_upto_seq=0,
+            keep=0,
+            new_tokens=[1, 2],
+            stored_tokens={},
+        )
+        == 3
+    )
     assert leaving_seqs(last_seq=0, archived_upto_seq=0, keep=10, count=10) == []
     assert leaving_seqs(last_seq=10, archived_upto_seq=0, keep=10, count=1) == [1]
 
@@ -77,7 +101,9 @@ texts = st.text(alphabet=st.characters(codec="utf-8", exclude_characters="\x00")
 batches = st.lists(st.lists(texts, min_size=1, max_size=12), min_size=1, max_size=8)
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(keep=st.sampled_from([0, 1, 10]), plan=batches)
 def test_pending_tokens_equals_recomputation(
     database_url: str, keep: int, plan: list[list[str]]

@@ -36,12 +36,19 @@ BAD_MESSAGES: list[tuple[str, dict[str, Any], int]] = [
     ),
     ("null content for a user", {"role": "user", "content": None}, 422),
     ("missing content for a user", {"role": "user"}, 422),
-    ("tool_calls on a user message", {"role": "user", "content": "x", "tool_calls": [TOOL_CALL]}, 422),
+    (
+        "tool_calls on a user message",
+        {"role": "user", "content": "x", "tool_calls": [TOOL_CALL]},
+        422,
+    ),
     ("content of a wrong type", {"role": "user", "content": 42}, 422),
     (
         "tool call without id",
-        {"role": "assistant", "content": None, "tool_calls": [{"type": "function",
-                                                              "function": TOOL_CALL["function"]}]},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [{"type": "function", "function": TOOL_CALL["function"]}],
+        },
         422,
     ),
     ("metadata not an object", {"role": "user", "content": "x", "metadata": [1]}, 422),
@@ -55,7 +62,9 @@ async def stored_count(client: httpx.AsyncClient, keys: TenantKeys, agent_sessio
     return count
 
 
-@pytest.mark.parametrize(("case", "message", "status"), BAD_MESSAGES, ids=[c[0] for c in BAD_MESSAGES])
+@pytest.mark.parametrize(
+    ("case", "message", "status"), BAD_MESSAGES, ids=[c[0] for c in BAD_MESSAGES]
+)
 async def test_bad_single_message_is_refused(
     client: httpx.AsyncClient,
     tenant: TenantKeys,
@@ -77,7 +86,9 @@ async def test_bad_single_message_is_refused(
     assert await stored_count(client, tenant, agent_session_id) == 0
 
 
-@pytest.mark.parametrize(("case", "message", "status"), BAD_MESSAGES, ids=[c[0] for c in BAD_MESSAGES])
+@pytest.mark.parametrize(
+    ("case", "message", "status"), BAD_MESSAGES, ids=[c[0] for c in BAD_MESSAGES]
+)
 async def test_batch_with_one_bad_message_stores_nothing(
     client: httpx.AsyncClient,
     tenant: TenantKeys,
@@ -101,20 +112,23 @@ async def test_batch_limit_and_empty_batch(
 ) -> None:
     agent_session_id = await create_session(client, tenant)
     empty = await client.post(
-        f"/v1/sessions/{agent_session_id}/messages:batch", json={"messages": []},
+        f"/v1/sessions/{agent_session_id}/messages:batch",
+        json={"messages": []},
         headers=tenant.write,
     )
     assert empty.status_code == 422
     over = [{"role": "user", "content": "x"}] * (settings.max_batch_messages + 1)
     too_many = await client.post(
-        f"/v1/sessions/{agent_session_id}/messages:batch", json={"messages": over},
+        f"/v1/sessions/{agent_session_id}/messages:batch",
+        json={"messages": over},
         headers=tenant.write,
     )
     assert too_many.status_code == 413
     assert await stored_count(client, tenant, agent_session_id) == 0
     exactly = [{"role": "user", "content": "x"}] * settings.max_batch_messages
     accepted = await client.post(
-        f"/v1/sessions/{agent_session_id}/messages:batch", json={"messages": exactly},
+        f"/v1/sessions/{agent_session_id}/messages:batch",
+        json={"messages": exactly},
         headers=tenant.write,
     )
     assert accepted.status_code == 201
@@ -143,17 +157,21 @@ async def test_configured_message_limit(settings: Settings, database: Database) 
     keys = await make_tenant(database)
     async with (
         LifespanManager(app) as manager,
-        httpx.AsyncClient(transport=httpx.ASGITransport(app=manager.app), base_url="http://t") as http,
+        httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=manager.app), base_url="http://t"
+        ) as http,
     ):
         agent_session_id = await create_session(http, keys)
         fits = await http.post(
             f"/v1/sessions/{agent_session_id}/messages",
-            json={"role": "user", "content": "y" * 1900}, headers=keys.write,
+            json={"role": "user", "content": "y" * 1900},
+            headers=keys.write,
         )
         assert fits.status_code == 201
         too_big = await http.post(
             f"/v1/sessions/{agent_session_id}/messages",
-            json={"role": "user", "content": "y" * 2100}, headers=keys.write,
+            json={"role": "user", "content": "y" * 2100},
+            headers=keys.write,
         )
         assert too_big.status_code == 413
         assert await stored_count(http, keys, agent_session_id) == 1

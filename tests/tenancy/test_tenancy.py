@@ -146,7 +146,9 @@ async def test_user_bound_key_sees_only_its_user(
     own = await client.post("/v1/sessions", json={}, headers=alice)
     assert own.status_code == 201
     assert own.json()["user_id"] == "alice"
-    assert (await client.post("/v1/sessions", json={"user_id": "bob"}, headers=alice)).status_code == 403
+    assert (
+        await client.post("/v1/sessions", json={"user_id": "bob"}, headers=alice)
+    ).status_code == 403
     assert (await client.get(f"/v1/sessions/{bobs}", headers=alice)).status_code == 404
     # A query parameter naming another user never widens what the key sees.
     listed = await client.get("/v1/sessions", params={"user_id": "bob"}, headers=alice)
