@@ -10,6 +10,7 @@ import asyncio
 import json
 import signal
 import stat
+import sys
 import uuid
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
@@ -38,11 +39,15 @@ tenants_cli = typer.Typer(help="Tenants (operator).", no_args_is_help=True)
 keys_cli = typer.Typer(help="API keys (operator).", no_args_is_help=True)
 pending_cli = typer.Typer(help="The pending_tokens counter.", no_args_is_help=True)
 archives_cli = typer.Typer(help="Archives (operator).", no_args_is_help=True)
+wm_cli = typer.Typer(
+    help="The pure working-memory rules, for debugging guards.", no_args_is_help=True
+)
 cli.add_typer(db_cli, name="db")
 cli.add_typer(tenants_cli, name="tenants")
 cli.add_typer(keys_cli, name="keys")
 cli.add_typer(pending_cli, name="pending-tokens")
 cli.add_typer(archives_cli, name="archives")
+cli.add_typer(wm_cli, name="wm")
 
 
 @dataclass(slots=True)
@@ -284,6 +289,54 @@ def archives_retry(
 
     requeued = run_db(work, runtime().url)
     echo_json({"requeued": requeued})
+
+
+# --- wm ----------------------------------------------------------------------------------------
+
+
+def read_input(path: Path | None) -> str:
+    """A file's text; ``-`` reads standard input; no path is the empty document."""
+    if path is None:
+        return ""
+    if str(path) == "-":
+        return sys.stdin.read()
+    if not path.is_file():
+        raise typer.BadParameter(f"{path} is not a file")
+    return path.read_text(encoding="utf-8")
+
+
+@wm_cli.command("merge")
+def wm_merge(
+    ops: Annotated[
+        Path, typer.Option(help="ops as JSON, or a raw tool-argument string (recovered); - = stdin")
+    ],
+    prior: Annotated[Path | None, typer.Option(help="prior WM Markdown; - = stdin")] = None,
+) -> None:
+    """Merge OPS into PRIOR under the guards; print {markdown, sections, decisions} as JSON."""
+    from app.wm.debug import merge_report
+
+    if prior is not None and str(prior) == str(ops) == "-":
+        raise typer.BadParameter("only one of --prior and --ops can read standard input")
+    echo_json(merge_report(read_input(prior), read_input(ops)))
+
+
+@wm_cli.command("extract")
+def wm_extract(
+    messages: Annotated[Path, typer.Option(help="a JSON list of OpenAI-format messages")],
+    prior: Annotated[Path | None, typer.Option(help="prior WM Markdown")] = None,
+) -> None:
+    """Print the offline extractor's ops for MESSAGES (and what merging them gives)."""
+    from app.wm.debug import extract_report
+
+    try:
+        loaded = json.loads(read_input(messages))
+    except ValueError as error:
+        raise typer.BadParameter(f"{messages} is not JSON: {error}") from error
+    if isinstance(loaded, dict) and isinstance(loaded.get("messages"), list):
+        loaded = loaded["messages"]
+    if not isinstance(loaded, list) or not all(isinstance(item, dict) for item in loaded):
+        raise typer.BadParameter("--messages must hold a JSON list of message objects")
+    echo_json(extract_report(loaded, read_input(prior)))
 
 
 def main() -> None:
