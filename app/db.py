@@ -60,8 +60,10 @@ def create_engine(url: str, *, pool_size: int = 10) -> AsyncEngine:
         normalize_url(url),
         pool_size=pool_size,
         max_overflow=pool_size,
-        pool_pre_ping=True,
+        # No pre-ping round trip per checkout: a connection broken by a database restart is
+        # detected on use, the pool is invalidated, the request answers 503 and the next succeeds.
         pool_timeout=10,
+        pool_recycle=1800,
     )
 
 

@@ -25,11 +25,12 @@ from app.archives.endpoints import router as archives_router
 from app.archives.generation import WorkingMemoryGenerator
 from app.archives.worker import ArchiveWorker, WorkerConfig
 from app.config import Settings
+from app.context.endpoints import router as context_router
 from app.db import Database, is_unavailable
 from app.errors import AppError, Unavailable
 from app.llm.ports import ChatModel
 from app.migrations import head_revision
-from app.observability import observe_request
+from app.observability import ObserveRequests
 from app.sessions.endpoints import router as sessions_router
 from app.tenancy.auth import Authenticator
 from app.tenancy.endpoints import router as admin_router
@@ -173,11 +174,12 @@ def create_app(
         summary="Working memory for long AI agent sessions, on Postgres",
         lifespan=lifespan,
     )
-    app.middleware("http")(observe_request)
+    app.add_middleware(ObserveRequests)
     install_error_handlers(app)
     app.include_router(admin_router)
     app.include_router(sessions_router)
     app.include_router(archives_router)
+    app.include_router(context_router)
     app.mount("/metrics", make_asgi_app())
 
     @app.get("/healthz", tags=["operations"])

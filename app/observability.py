@@ -10,12 +10,10 @@ import json
 import logging
 import sys
 import time
-from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 
 from prometheus_client import Counter, Histogram
-from starlette.requests import Request
-from starlette.responses import Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 _RESERVED = set(logging.makeLogRecord({}).__dict__) | {"message", "asctime"}
 
@@ -59,23 +57,40 @@ def configure_logging(level: str = "INFO", *, as_json: bool = True) -> None:
 access_logger = logging.getLogger("workmem.access")
 
 
-async def observe_request(
-    request: Request, call_next: Callable[[Request], Awaitable[Response]]
-) -> Response:
-    started = time.perf_counter()
-    response = await call_next(request)
-    elapsed = time.perf_counter() - started
-    route = request.scope.get("route")
-    route_path = getattr(route, "path", "unmatched")
-    REQUESTS.labels(request.method, route_path, str(response.status_code)).inc()
-    LATENCY.labels(request.method, route_path).observe(elapsed)
-    access_logger.info(
-        "request",
-        extra={
-            "method": request.method,
-            "route": route_path,
-            "status": response.status_code,
-            "duration_ms": round(elapsed * 1000, 2),
-        },
-    )
-    return response
+class ObserveRequests:
+    """Pure ASGI middleware: metrics and one access-log line per request, without the overhead
+    of a request/response wrapper (it only watches the ``http.response.start`` message)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        status = 500
+
+        async def watch(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = int(message["status"])
+            await send(message)
+
+        try:
+            await self.app(scope, receive, watch)
+        finally:
+            elapsed = time.perf_counter() - started
+            route_path = getattr(scope.get("route"), "path", "unmatched")
+            method = str(scope.get("method", ""))
+            REQUESTS.labels(method, route_path, str(status)).inc()
+            LATENCY.labels(method, route_path).observe(elapsed)
+            access_logger.info(
+                "request",
+                extra={
+                    "method": method,
+                    "route": route_path,
+                    "status": status,
+                    "duration_ms": round(elapsed * 1000, 2),
+                },
+            )

@@ -276,9 +276,10 @@ async def test_killed_worker_leaves_an_archive_another_finishes(
             "WORKMEM_WORKER_POLL_S": "0.1",
         }
         log_path = tmp_path / "worker.log"
-        process = await asyncio.create_subprocess_exec(
-            *workmem_command(), "worker", env=env, stdout=log_path.open("w"), stderr=STDOUT
-        )
+        with log_path.open("w") as log:
+            process = await asyncio.create_subprocess_exec(
+                *workmem_command(), "worker", env=env, stdout=log, stderr=STDOUT
+            )
         try:
             deadline = time.monotonic() + 60
             while not model.requests and time.monotonic() < deadline:  # noqa: ASYNC110
