@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Request, status
+from fastapi import APIRouter, Path, Query, Request, status
 from fastapi.responses import JSONResponse
 
 from app.archives.schemas import (
@@ -28,7 +28,11 @@ from app.wm.sections import SECTIONS, empty_sections, render
 
 router = APIRouter(prefix="/v1/sessions", tags=["archives"])
 
+INT32_MAX = 2**31 - 1
+
 SectionName = Annotated[str | None, Query(description="one of the seven section headers")]
+ArchiveSeq = Annotated[int, Path(ge=1, le=INT32_MAX)]
+SEQ_MAX = 2**63 - 1
 
 
 def worker_of(request: Request) -> ArchiveWorker:
@@ -107,7 +111,7 @@ async def list_archives(
     agent_session_id: uuid.UUID,
     principal: Reader,
     database: DatabaseDep,
-    before_seq: Annotated[int | None, Query(ge=1)] = None,
+    before_seq: Annotated[int | None, Query(ge=1, le=INT32_MAX)] = None,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
 ) -> ArchivePage:
     async with database.tenant(principal.tenant_id) as db:
@@ -120,10 +124,12 @@ async def list_archives(
 @router.get("/{agent_session_id}/archives/{archive_seq:int}")
 async def expand_archive(
     agent_session_id: uuid.UUID,
-    archive_seq: int,
+    archive_seq: ArchiveSeq,
     principal: Reader,
     database: DatabaseDep,
-    after_seq: Annotated[int | None, Query(ge=0, description="page the raw messages")] = None,
+    after_seq: Annotated[
+        int | None, Query(ge=0, le=SEQ_MAX, description="page the raw messages")
+    ] = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 500,
 ) -> ArchiveExpanded:
     async with database.tenant(principal.tenant_id) as db:
@@ -149,7 +155,7 @@ async def expand_archive(
 @router.post("/{agent_session_id}/archives/{archive_seq:int}:retry")
 async def retry_archive(
     agent_session_id: uuid.UUID,
-    archive_seq: int,
+    archive_seq: ArchiveSeq,
     request: Request,
     principal: Writer,
     database: DatabaseDep,
@@ -175,7 +181,7 @@ async def working_memory_history(
     principal: Reader,
     database: DatabaseDep,
     section: SectionName = None,
-    after_archive_seq: Annotated[int, Query(ge=0)] = 0,
+    after_archive_seq: Annotated[int, Query(ge=0, le=INT32_MAX)] = 0,
     limit: Annotated[int, Query(ge=1, le=700)] = 70,
 ) -> SectionHistoryPage:
     if section is not None and section not in {s.value for s in SECTIONS}:

@@ -186,7 +186,7 @@ async def read_messages(
     agent_session_id: uuid.UUID,
     principal: Reader,
     database: DatabaseDep,
-    after_seq: Annotated[int, Query(ge=0)] = 0,
+    after_seq: Annotated[int, Query(ge=0, le=2**63 - 1)] = 0,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
 ) -> MessagePage:
     async with database.tenant(principal.tenant_id) as db:

@@ -8,6 +8,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from app.validation import require_storable
+
 MessageRole = Literal["system", "user", "assistant", "tool"]
 
 
@@ -109,6 +111,11 @@ class AgentSessionCreate(BaseModel):
     agent_id: str | None = Field(default=None, min_length=1, max_length=256)
     metadata: dict[str, Any] = Field(default_factory=dict)
     keep_recent_count: int | None = Field(default=None, ge=0, le=10_000)
+
+    @model_validator(mode="after")
+    def _storable(self) -> AgentSessionCreate:
+        require_storable(self.model_dump())
+        return self
 
 
 class ArchiveBrief(BaseModel):

@@ -21,6 +21,7 @@ from app.models import AgentSession, Archive, Message
 from app.sessions.repository import AgentSessionRepository, MessageRepository, NewMessage, Scope
 from app.sessions.schemas import AgentSessionCreate, MessageCreate
 from app.tenancy.principal import Principal
+from app.validation import find_unstorable
 from app.wm.tokens import message_text, message_tokens
 
 
@@ -85,24 +86,6 @@ def advance_pending(
     ):
         pending_tokens += new_tokens[seq - last_seq - 1] if seq > last_seq else stored_tokens[seq]
     return pending_tokens
-
-
-def _find_nul(value: object, path: str) -> str | None:
-    if isinstance(value, str):
-        return path if "\x00" in value else None
-    if isinstance(value, Mapping):
-        for key, item in value.items():
-            if "\x00" in str(key):
-                return path
-            found = _find_nul(item, f"{path}/{key}")
-            if found is not None:
-                return found
-    if isinstance(value, list):
-        for index, item in enumerate(value):
-            found = _find_nul(item, f"{path}/{index}")
-            if found is not None:
-                return found
-    return None
 
 
 def encode_cursor(created_at: datetime, agent_session_id: uuid.UUID) -> str:
@@ -194,15 +177,15 @@ class AgentSessionService:
         prepared = []
         for index, message in enumerate(messages):
             stored = message.openai_message()
-            nul_at = _find_nul({"message": stored, "metadata": message.metadata}, "")
-            if nul_at is not None:
+            bad_at = find_unstorable({"message": stored, "metadata": message.metadata})
+            if bad_at is not None:
                 raise InvalidInput(
-                    "NUL characters are not allowed in messages",
+                    "NUL characters and unpaired surrogates cannot be stored",
                     errors=[
                         {
-                            "loc": ["body", index, *nul_at.strip("/").split("/")],
-                            "msg": "contains a NUL character",
-                            "type": "nul_character",
+                            "loc": ["body", index, *bad_at],
+                            "msg": "contains a NUL character or an unpaired surrogate",
+                            "type": "unstorable_text",
                         }
                     ],
                 )

@@ -5,14 +5,20 @@ from __future__ import annotations
 import uuid
 from datetime import datetime
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from app.tenancy.principal import Role
+from app.validation import require_storable
 
 
 class TenantCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: str = Field(min_length=1, max_length=200)
+
+    @model_validator(mode="after")
+    def _storable(self) -> TenantCreate:
+        require_storable(self.model_dump())
+        return self
 
 
 class TenantRead(BaseModel):
@@ -26,6 +32,11 @@ class ApiKeyCreate(BaseModel):
     role: Role = Role.WRITER
     name: str | None = Field(default=None, max_length=200)
     user_id: str | None = Field(default=None, min_length=1, max_length=200)
+
+    @model_validator(mode="after")
+    def _storable(self) -> ApiKeyCreate:
+        require_storable(self.model_dump())
+        return self
 
 
 class ApiKeyRead(BaseModel):

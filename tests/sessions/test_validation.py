@@ -175,3 +175,62 @@ async def test_configured_message_limit(settings: Settings, database: Database) 
         )
         assert too_big.status_code == 413
         assert await stored_count(http, keys, agent_session_id) == 1
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b'{"role": "user", "content": "lone \\ud800 surrogate"}',
+        b'{"role": "user", "content": "ok", "metadata": {"\\udfff": 1}}',
+        b'{"role": "user", "content": [{"type": "text", "text": "\\u0000"}]}',
+    ],
+)
+async def test_unstorable_text_is_refused(
+    client: httpx.AsyncClient, tenant: TenantKeys, raw: bytes
+) -> None:
+    agent_session_id = await create_session(client, tenant)
+    response = await client.post(
+        f"/v1/sessions/{agent_session_id}/messages",
+        content=raw,
+        headers={**tenant.write, "content-type": "application/json"},
+    )
+    assert response.status_code == 422, response.text
+    assert await stored_count(client, tenant, agent_session_id) == 0
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b'{"external_id": "a\\u0000b"}',
+        b'{"metadata": {"k\\u0000": 1}}',
+        b'{"metadata": {"k": ["\\ud83d"]}}',
+    ],
+)
+async def test_unstorable_session_fields_are_refused(
+    client: httpx.AsyncClient, tenant: TenantKeys, raw: bytes
+) -> None:
+    response = await client.post(
+        "/v1/sessions", content=raw, headers={**tenant.write, "content-type": "application/json"}
+    )
+    assert response.status_code == 422, response.text
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/archives?before_seq=60204886248568720982016",
+        "/archives/18446744073709551616",
+        "/archives/2147483648:retry",
+        "/messages?after_seq=9223372036854775808",
+        "/working-memory/history?after_archive_seq=2147483648",
+    ],
+)
+async def test_out_of_range_numbers_are_422(
+    client: httpx.AsyncClient, tenant: TenantKeys, path: str
+) -> None:
+    agent_session_id = await create_session(client, tenant)
+    method = "POST" if path.endswith(":retry") else "GET"
+    response = await client.request(
+        method, f"/v1/sessions/{agent_session_id}{path}", headers=tenant.write
+    )
+    assert response.status_code == 422, response.text
