@@ -1,0 +1,69 @@
+"""The generation chain without a database: batching, bounded input, usage and the legacy path."""
+
+from __future__ import annotations
+
+import json
+
+from app.archives.generation import Prior, WorkingMemoryGenerator, legacy_sections
+from app.llm.fakes import ScriptedChatModel, tool_call
+from app.wm.sections import Section, empty_sections
+from app.wm.tokens import count_tokens
+
+KEEP_ALL = json.dumps({"sections": {s.value: {"op": "KEEP"} for s in Section}})
+
+
+def prior_with_title() -> Prior:
+    sections = empty_sections()
+    sections[Section.SESSION_TITLE] = "Long archive"
+    return Prior(sections=sections)
+
+
+async def test_a_large_archive_is_processed_in_bounded_batches() -> None:
+    words = " ".join(f"word{n}" for n in range(300))
+    messages = [{"role": "user", "content": f"message {n}: {words}"} for n in range(120)]
+    total = sum(count_tokens(str(m["content"])) for m in messages)
+    chat = ScriptedChatModel([tool_call(KEEP_ALL)] * 40)
+    generator = WorkingMemoryGenerator(chat, max_input_tokens=8_000)
+
+    generated = await generator.generate(prior_with_title(), messages)
+
+    assert total > 8_000 * 3
+    assert generated.batches == len(chat.calls) > 3
+    assert generated.usage.calls == len(chat.calls)
+    for call in chat.calls:
+        assert count_tokens(call.system) + count_tokens(call.user) <= 8_000
+    seen = "".join(call.user for call in chat.calls)
+    assert all(f"message {n}:" in seen for n in range(120)), "every message reaches a batch"
+    assert generated.generator == "llm_update"
+
+
+async def test_one_huge_message_is_cut_with_a_mark() -> None:
+    huge = "A" * 30_000 + " the very end"
+    chat = ScriptedChatModel([tool_call(KEEP_ALL)])
+    generator = WorkingMemoryGenerator(chat)
+    await generator.generate(prior_with_title(), [{"role": "user", "content": huge}])
+    [call] = chat.calls
+    assert "the very end" in call.user
+    assert len(call.user) < 10_000
+
+
+async def test_mixed_generators_report_the_weakest() -> None:
+    words = " ".join(f"w{n}" for n in range(400))
+    messages = [{"role": "user", "content": f"m{n} {words}"} for n in range(40)]
+    created = tool_call(json.dumps({"markdown": "## Session Title\nLong archive notes"}))
+    # Each batch takes a good update, or an unusable one followed by the creation call.
+    chat = ScriptedChatModel([tool_call(KEEP_ALL), tool_call("not json"), created] * 20)
+    generator = WorkingMemoryGenerator(chat, max_input_tokens=4_000)
+    generated = await generator.generate(prior_with_title(), messages)
+    assert generated.batches > 2
+    assert generated.generator == "llm_create_fallback"
+    assert generated.note is not None
+    assert "unrecoverable" in generated.note
+
+
+def test_legacy_text_becomes_key_facts_and_headers_are_respected() -> None:
+    sections = legacy_sections("Dana likes tea.\n- Works on Atlas")
+    assert sections[Section.KEY_FACTS] == "- Dana likes tea.\n- Works on Atlas"
+    with_headers = legacy_sections("## Open Issues\n- Who pays?")
+    assert with_headers[Section.OPEN_ISSUES] == "- Who pays?"
+    assert with_headers[Section.KEY_FACTS] == ""
