@@ -10,8 +10,8 @@ from app.wm.items import Marker
 from app.wm.merge import Decision, MergeResult, creation_ops, keep_all, merge
 from app.wm.ops import OpKind, SectionOp
 from app.wm.prompts import PROMPT_VERSION, batch_messages, create_prompt, update_prompt
-from app.wm.reasons import Guard, Reason
-from app.wm.recovery import Recovery, RecoveryPath, recover_arguments
+from app.wm.reasons import Guard, Reason, RecoveryPath
+from app.wm.recovery import Recovery, recover_arguments, recover_document
 from app.wm.schema import CREATE_TOOL, UPDATE_TOOL
 from app.wm.sections import SECTIONS, ExtraSection, ParsedDocument, Section, parse, render
 from app.wm.thresholds import DEFAULT_CONFIG, GuardConfig, size_warnings
@@ -50,6 +50,7 @@ __all__ = [
     "message_tokens",
     "parse",
     "recover_arguments",
+    "recover_document",
     "render",
     "size_warnings",
     "update_prompt",

@@ -1,0 +1,221 @@
+"""The merge: one model proposal plus the prior working memory in, seven bodies and decisions out.
+
+Owns DESIGN 3.4: resolve each section's op, run its guard when the prior body is non-empty,
+apply, and record one decision per section. Pure (no I/O, clock or randomness) and total: it
+never raises on any input, and never loses prior content in a guarded section.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Final
+
+from app.wm.guards import GUARDS, SENTINEL, GuardContext, Verdict, accept, without_sentinel
+from app.wm.items import append_items, fresh_items, split_items
+from app.wm.ops import KEEP, OpKind, SectionOp, append, update
+from app.wm.reasons import (
+    DETAIL_PROBLEM,
+    DETAIL_SCHEMA_VIOLATION,
+    DETAIL_SENTINEL_REMOVED,
+    NEUTRAL_REASONS,
+    Guard,
+    Reason,
+)
+from app.wm.schema import ResolvedOp, resolve
+from app.wm.sections import SECTIONS, ParsedDocument, Section, canonical_body, render
+from app.wm.thresholds import DEFAULT_CONFIG, GuardConfig
+from app.wm.tokens import TokenCounter, count_tokens
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """What happened to one section: asked, applied, which guard, why, and the numbers.
+
+    ``requested`` is None when the section's op was missing or unusable. ``guard`` names the
+    section's guard when one of its rules was evaluated (a non-empty prior, or a Session Title
+    rule); ``intervened`` says whether anything other than plain acceptance happened.
+    """
+
+    section: Section
+    requested: OpKind | None
+    applied: OpKind
+    guard: Guard | None
+    reason: Reason
+    details: Mapping[str, object] = field(default_factory=dict)
+
+    @property
+    def intervened(self) -> bool:
+        """True when something other than the plain request happened (an audit event)."""
+        return self.reason not in NEUTRAL_REASONS
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "section": self.section.value,
+            "requested": None if self.requested is None else self.requested.value,
+            "applied": self.applied.value,
+            "guard": None if self.guard is None else self.guard.value,
+            "reason": self.reason.value,
+            "details": dict(self.details),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class MergeResult:
+    """The next working memory: seven bodies in order, its Markdown, and a decision per section.
+
+    Token counts are computed on first use (with the merge's counter) and kept: storing a result
+    needs them, a caller that only renders does not.
+    """
+
+    sections: Mapping[Section, str]
+    decisions: tuple[Decision, ...]
+    markdown: str
+    item_counts: Mapping[Section, int]
+    counter: TokenCounter = field(repr=False, compare=False)
+    _token_counts: dict[Section, int] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
+
+    def decision(self, section: Section) -> Decision:
+        return self.decisions[SECTIONS.index(section)]
+
+    @property
+    def token_counts(self) -> Mapping[Section, int]:
+        if not self._token_counts:
+            for section, body in self.sections.items():
+                self._token_counts[section] = self.counter(body) if body else 0
+        return self._token_counts
+
+    @property
+    def total_tokens(self) -> int:
+        return sum(self.token_counts.values())
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "markdown": self.markdown,
+            "sections": {section.value: body for section, body in self.sections.items()},
+            "decisions": [decision.to_dict() for decision in self.decisions],
+            "token_counts": {s.value: count for s, count in self.token_counts.items()},
+            "item_counts": {s.value: count for s, count in self.item_counts.items()},
+        }
+
+
+def merge(
+    prior: Mapping[Section, str],
+    ops: object,
+    *,
+    config: GuardConfig = DEFAULT_CONFIG,
+    counter: TokenCounter = count_tokens,
+) -> MergeResult:
+    """Apply one proposal (tool arguments, already parsed) to the prior seven sections."""
+    resolved = resolve(ops)
+    context = GuardContext(config, counter)
+    bodies: dict[Section, str] = {}
+    decisions: list[Decision] = []
+    for section in SECTIONS:
+        before = prior.get(section, "").strip()
+        body, decision = _merge_section(section, before, resolved[section], context)
+        bodies[section] = body
+        decisions.append(decision)
+    return result_of(bodies, decisions, counter)
+
+
+def keep_all(
+    prior: Mapping[Section, str],
+    reason: Reason = Reason.UNRECOVERABLE_ARGUMENTS,
+    *,
+    counter: TokenCounter = count_tokens,
+) -> MergeResult:
+    """The prior unchanged, every section KEEP for ``reason`` (no usable proposal at all)."""
+    bodies = {section: prior.get(section, "").strip() for section in SECTIONS}
+    decisions = [Decision(section, None, OpKind.KEEP, None, reason) for section in SECTIONS]
+    return result_of(bodies, decisions, counter)
+
+
+def result_of(
+    bodies: Mapping[Section, str], decisions: list[Decision], counter: TokenCounter
+) -> MergeResult:
+    ordered = {section: canonical_body(bodies[section]) for section in SECTIONS}
+    return MergeResult(
+        sections=ordered,
+        decisions=tuple(decisions),
+        markdown=render(ordered),
+        item_counts={s: len(split_items(body)) for s, body in ordered.items()},
+        counter=counter,
+    )
+
+
+def creation_ops(document: ParsedDocument) -> dict[str, object]:
+    """Tool arguments for a created document: UPDATE every section it filled, KEEP the others.
+
+    A section the document leaves empty or out is KEEP rather than an UPDATE to nothing, so a
+    creation call that stands in for an update (DESIGN 4.3) cannot blank a prior section.
+    """
+    sections: dict[str, object] = {}
+    for section in SECTIONS:
+        body = document.sections.get(section, "")
+        if body:
+            sections[section.value] = {"op": OpKind.UPDATE.value, "content": body}
+        else:
+            sections[section.value] = {"op": OpKind.KEEP.value}
+    return {"sections": sections}
+
+
+_TITLE_RULES: Final = Guard.TITLE_STABILITY
+
+
+def _merge_section(
+    section: Section, before: str, resolved: ResolvedOp, context: GuardContext
+) -> tuple[str, Decision]:
+    details: dict[str, object] = {}
+    if resolved.schema_violation is not None:
+        details[DETAIL_SCHEMA_VIOLATION] = resolved.schema_violation
+    if resolved.op is None:
+        if resolved.detail is not None:
+            details[DETAIL_PROBLEM] = resolved.detail
+        reason = resolved.problem or Reason.INVALID_OP
+        return before, Decision(section, None, OpKind.KEEP, None, reason, details)
+    requested = resolved.op.kind
+    op = resolved.op
+    if section is Section.KEY_FACTS:
+        # Only the guard may write the sentinel; a copy in the model's proposal is not a fact.
+        cleaned = _without_sentinel_op(op)
+        if cleaned != op:
+            details[DETAIL_SENTINEL_REMOVED] = True
+        op = cleaned
+    if op.kind is OpKind.APPEND:
+        fresh = fresh_items(before, op.items)
+        if not fresh:
+            return before, Decision(
+                section, requested, OpKind.KEEP, None, Reason.NOTHING_NEW, details
+            )
+        op = append(fresh)
+    guard: Guard | None = None
+    verdict: Verdict = accept(op)
+    if section is Section.SESSION_TITLE and op.kind is OpKind.UPDATE and not op.content.strip():
+        guard, verdict = _TITLE_RULES, Verdict(KEEP, Reason.TITLE_EMPTY)
+    elif section is Section.SESSION_TITLE and op.kind is OpKind.APPEND and not before:
+        guard, verdict = _TITLE_RULES, Verdict(update(op.items[0]), Reason.TITLE_SINGLE_LINE)
+    elif before and section in GUARDS:
+        guard, function = GUARDS[section]
+        verdict = function(before, op, context)
+    details.update(verdict.details)
+    body = _apply(before, verdict.op)
+    return body, Decision(section, requested, verdict.op.kind, guard, verdict.reason, details)
+
+
+def _without_sentinel_op(op: SectionOp) -> SectionOp:
+    if op.kind is OpKind.UPDATE:
+        return update(without_sentinel(op.content)) if SENTINEL in op.content else op
+    if op.kind is OpKind.APPEND:
+        return append([item for item in op.items if SENTINEL not in item])
+    return op
+
+
+def _apply(before: str, op: SectionOp) -> str:
+    if op.kind is OpKind.UPDATE:
+        return op.content.strip()
+    if op.kind is OpKind.APPEND:
+        return append_items(before, op.items)
+    return before

@@ -1,0 +1,72 @@
+"""The stable strings of merge decisions: reason codes, guard names, recovery paths, detail keys.
+
+Owns every code stored with a section version and returned by the API, in one place; renaming one
+is an API change. Never decides anything: the guards and the merge pick from these lists.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Final
+
+
+class Reason(StrEnum):
+    """Why a section ended up with its applied op."""
+
+    ACCEPTED = "accepted"
+    MISSING_OP = "missing_op"
+    INVALID_OP = "invalid_op"
+    NOTHING_NEW = "nothing_new"
+    UNRECOVERABLE_ARGUMENTS = "unrecoverable_arguments"
+    TITLE_EMPTY = "title_empty"
+    TITLE_SINGLE_LINE = "title_single_line"
+    TITLE_NO_OVERLAP = "title_no_overlap"
+    OVERSIZED_THROTTLED = "oversized_throttled"
+    EMERGENCY_SENTINEL = "emergency_sentinel"
+    EMERGENCY_HARD_STOP = "emergency_hard_stop"
+    KEY_FACTS_RATIO = "key_facts_ratio"
+    KEY_FACTS_ANCHOR_COVERAGE = "key_facts_anchor_coverage"
+    CONSTRAINT_RESTORED = "constraint_restored"
+    FILES_PATH_REGRESSION = "files_path_regression"
+    ERRORS_APPEND_ONLY = "errors_append_only"
+    OPEN_ISSUES_RESTORED = "open_issues_restored"
+
+
+class Guard(StrEnum):
+    """A section's guard (DESIGN 3.5), named in a decision when one of its rules was evaluated."""
+
+    TITLE_STABILITY = "title_stability"
+    CONSOLIDATION_ANTI_BLOAT = "consolidation_anti_bloat"
+    CONSTRAINT_RETENTION = "constraint_retention"
+    NO_PATH_REGRESSION = "no_path_regression"
+    APPEND_ONLY = "append_only"
+    NO_SILENT_DROP = "no_silent_drop"
+
+
+class RecoveryPath(StrEnum):
+    """How tool arguments were read (DESIGN 3.6): stored with the archive's generator."""
+
+    PARSED = "parsed"
+    REPAIRED = "repaired"
+    SCANNED = "scanned"
+    UNRECOVERABLE = "unrecoverable"
+
+
+NEUTRAL_REASONS: Final[frozenset[Reason]] = frozenset({Reason.ACCEPTED, Reason.NOTHING_NEW})
+"""Reasons that mean "nothing was overruled": every other reason is an intervention to audit."""
+
+# Details each reason carries (all JSON values), for the audit queries and the API:
+#   any decision           schema_violation (validator message), problem (why an op is unusable),
+#                          sentinel_removed (a Key Facts op carried the guard's sentinel)
+#   title_*                old_words | shared_words
+#   Key Facts APPEND       size_state, items, tokens, fresh, accepted (when throttled)
+#   Key Facts UPDATE       old_items, new_items, ratio, anchors, anchors_covered, coverage,
+#                          missing_anchors (on rejection), salvage {applied, reason, items}
+#   constraint_restored, open_issues_restored       restored (the lines added back)
+#   files_path_regression  lost_paths, added_paths
+#   errors_append_only     appended (how many fresh items)
+# The keys that other code reads are named here.
+DETAIL_SCHEMA_VIOLATION: Final = "schema_violation"
+DETAIL_PROBLEM: Final = "problem"
+DETAIL_SALVAGE: Final = "salvage"
+DETAIL_SENTINEL_REMOVED: Final = "sentinel_removed"
