@@ -51,6 +51,16 @@ class Settings(BaseSettings):
     )
     llm_max_input_tokens: int = Field(default=24_000, ge=1_000)
 
+    guard_key_facts_max_items: int = Field(default=25, ge=1)
+    guard_key_facts_max_tokens: int = Field(default=1500, ge=1)
+    guard_key_facts_emergency_items: int = Field(default=50, ge=1)
+    guard_key_facts_emergency_tokens: int = Field(default=3000, ge=1)
+    guard_oversized_append_cap: int = Field(default=5, ge=0)
+    guard_consolidation_min_ratio: float = Field(default=0.15, ge=0, le=1)
+    guard_anchor_min_coverage: float = Field(default=0.70, ge=0, le=1)
+    guard_warning_items: int = Field(default=25, ge=1)
+    guard_warning_tokens: int = Field(default=1500, ge=1)
+
     worker_enabled: bool = Field(default=True, description="run the in-process worker in serve")
     worker_lease_s: float = Field(default=300.0, gt=0)
     worker_max_attempts: int = Field(default=5, ge=1)
