@@ -25,7 +25,9 @@ async def test_requests_answer_503_while_the_database_is_down() -> None:
     app = create_app(Settings(database_url=url, worker_enabled=False), database=database)
     async with (
         LifespanManager(app) as manager,
-        httpx.AsyncClient(transport=httpx.ASGITransport(app=manager.app), base_url="http://t") as http,
+        httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=manager.app), base_url="http://t"
+        ) as http,
     ):
         headers = {"Authorization": "Bearer wm_abcdefgh_" + "a" * 40}
         response = await http.get("/v1/sessions", headers=headers)
