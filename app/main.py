@@ -34,6 +34,7 @@ from app.observability import ObserveRequests
 from app.sessions.endpoints import router as sessions_router
 from app.tenancy.auth import Authenticator
 from app.tenancy.endpoints import router as admin_router
+from app.wm.thresholds import GuardConfig
 
 logger = logging.getLogger(__name__)
 
@@ -109,8 +110,22 @@ def build_generator(settings: Settings) -> WorkingMemoryGenerator:
             max_retries=settings.llm_max_retries,
         )
     return WorkingMemoryGenerator(
-        chat, fallback=settings.llm_fallback, max_input_tokens=settings.llm_max_input_tokens
+        chat,
+        fallback=settings.llm_fallback,
+        max_input_tokens=settings.llm_max_input_tokens,
+        config=guard_config(settings),
     )
+
+
+def guard_config(settings: Settings) -> GuardConfig:
+    """The guard thresholds of DESIGN 3.5 from ``WORKMEM_GUARD_*`` settings."""
+    prefix = "guard_"
+    values = {
+        name[len(prefix) :]: value
+        for name, value in settings.model_dump().items()
+        if name.startswith(prefix)
+    }
+    return GuardConfig(**values)
 
 
 def build_worker(

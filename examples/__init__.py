@@ -1,0 +1,1 @@
+"""Runnable examples of using workmem from an agent."""

@@ -1,0 +1,80 @@
+"""The example agent loop, run against the in-process app (its background worker on) through an
+httpx transport, and against the strict local OpenAI-compatible server through the real SDK."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import httpx
+import openai
+
+from app.db import Database
+from examples.agent_loop import AgentLoop, LoopConfig, Workmem
+from tests.archives.conftest import AppFactory
+from tests.conftest import TenantKeys, make_tenant
+from tests.context.helpers import SUMMARY_PREFIX, stored_messages
+from tests.support.fake_openai import FakeOpenAI, TextReply, ToolCallReply
+
+
+async def wait_until_done(http: httpx.AsyncClient, keys: TenantKeys, agent_session_id: str) -> None:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        page = await http.get(f"/v1/sessions/{agent_session_id}/archives", headers=keys.read)
+        items = page.json()["items"]
+        if items and all(item["status"] == "done" for item in items):
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError("the background worker did not finish the archives")
+
+
+def user_text(turn: int) -> str:
+    return f"Turn {turn}: the parcel for order {1000 + turn} goes to dock {turn % 7}. " * 6
+
+
+async def test_the_agent_loop_commits_and_calls_the_model_with_the_assembled_context(
+    own_database: Database, app_client: AppFactory, fake_openai: FakeOpenAI
+) -> None:
+    keys = await make_tenant(own_database)
+    fake_openai.default_reply = TextReply("Noted: " + "the dock schedule is clear. " * 4)
+    config = LoopConfig(model="m", commit_threshold_tokens=200, token_budget=4_000)
+    async with (
+        app_client(own_database, worker_enabled=True, worker_poll_s=0.05) as http,
+        openai.AsyncOpenAI(base_url=fake_openai.base_url, api_key="x", max_retries=0) as model,
+    ):
+        workmem = Workmem(http, keys.writer)
+        agent_session_id = await workmem.create_session("agent-loop")
+        loop = AgentLoop(workmem, model, agent_session_id, config)
+        for turn in range(12):
+            assert (await loop.turn(user_text(turn))).startswith("Noted:")
+        assert loop.commits >= 2
+        await wait_until_done(http, keys, agent_session_id)
+
+        # The model reads an archive, then answers: the tool group is stored whole and sent back.
+        fake_openai.push(
+            ToolCallReply('{"archive_seq": 1}', name="read_archive"),
+            TextReply("Order 1000 went to dock 0."),
+        )
+        answer = await loop.turn("Which dock did the very first order go to?")
+        assert answer == "Order 1000 went to dock 0."
+        stored = [m["message"] for m in await stored_messages(http, keys, agent_session_id)]
+
+    requests = fake_openai.requests
+    assert requests, "the model was never called"
+    assert all(request.status == 200 for request in requests), "a request was rejected"
+    last = requests[-1].body["messages"]
+    assert last[0]["role"] == "system"
+    assert f"GET /v1/sessions/{agent_session_id}/archives/{{archive_seq}}" in last[0]["content"]
+    assert last[1]["role"] == "user"
+    assert last[1]["content"].startswith(SUMMARY_PREFIX)
+    assert not any(user_text(0) == m.get("content") for m in last), "turn 0 is summarised"
+    call, result = last[-2:]
+    assert call["tool_calls"][0]["function"]["name"] == "read_archive"
+    assert result["role"] == "tool"
+    assert result["tool_call_id"] == call["tool_calls"][0]["id"]
+    assert "order 1000 goes to dock 0" in result["content"]
+    assert any(request.body.get("tools") for request in requests)
+
+    roles = [m["role"] for m in stored]
+    assert roles.count("user") == 13
+    assert roles[-3:] == ["assistant", "tool", "assistant"]
