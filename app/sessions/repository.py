@@ -39,6 +39,20 @@ class NewMessage:
     created_at: datetime | None
 
 
+@dataclass(frozen=True, slots=True)
+class AppendState:
+    """The counters an append reads under the row lock, plus the token count of the message
+    that the first appended message pushes out of the keep window (``None`` when none does)."""
+
+    last_seq: int
+    archived_upto_seq: int
+    keep_recent_count: int
+    pending_tokens: int
+    total_tokens: int
+    turn_count: int
+    first_leaving_tokens: int | None
+
+
 class AgentSessionRepository:
     def __init__(self, db: AsyncSession, scope: Scope) -> None:
         self.db = db
@@ -83,6 +97,34 @@ class AgentSessionRepository:
             statement = statement.with_for_update()
         result = await self.db.execute(statement.execution_options(populate_existing=True))
         return result.scalar_one_or_none()
+
+    async def lock_for_append(self, agent_session_id: uuid.UUID) -> AppendState | None:
+        """Lock the row (appends and commits of one agent session serialise here) and read the
+        counters in the same round trip, without loading an ORM object: this is the hot path."""
+        leaving = (
+            select(Message.token_count)
+            .where(
+                Message.tenant_id == AgentSession.tenant_id,
+                Message.agent_session_id == AgentSession.agent_session_id,
+                Message.seq == AgentSession.last_seq + 1 - AgentSession.keep_recent_count,
+            )
+            .scalar_subquery()
+        )
+        statement = (
+            select(
+                AgentSession.last_seq,
+                AgentSession.archived_upto_seq,
+                AgentSession.keep_recent_count,
+                AgentSession.pending_tokens,
+                AgentSession.total_tokens,
+                AgentSession.turn_count,
+                leaving,
+            )
+            .where(AgentSession.agent_session_id == agent_session_id, *self._visible())
+            .with_for_update(of=AgentSession)
+        )
+        row = (await self.db.execute(statement)).first()
+        return None if row is None else AppendState(*row)
 
     async def page(
         self,

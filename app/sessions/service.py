@@ -204,9 +204,11 @@ class AgentSessionService:
         """Append messages atomically; all are validated before any is stored."""
         prepared = self._prepare(messages)
         # The row lock serialises appends (and commits) of one agent session: seq stays gap-free.
-        agent_session = await self.get(agent_session_id, lock=True)
-        last_seq = agent_session.last_seq
-        turn = agent_session.turn_count
+        state = await self.agent_sessions.lock_for_append(agent_session_id)
+        if state is None:
+            raise NotFound(f"agent session {agent_session_id} not found")
+        last_seq = state.last_seq
+        turn = state.turn_count
         rows: list[NewMessage] = []
         for offset, (message, stored) in enumerate(prepared, start=1):
             if message.role == "user":
@@ -223,8 +225,8 @@ class AgentSessionService:
                     created_at=message.created_at,
                 )
             )
-        keep = agent_session.keep_recent_count
-        archived = agent_session.archived_upto_seq
+        keep = state.keep_recent_count
+        archived = state.archived_upto_seq
         needed = [
             seq
             for seq in leaving_seqs(
@@ -232,10 +234,15 @@ class AgentSessionService:
             )
             if seq <= last_seq
         ]
-        stored_tokens = await self.messages.token_counts(agent_session_id, needed)
+        stored_tokens: dict[int, int] = {}
+        first_leaving = last_seq + 1 - keep
+        if needed and needed[0] == first_leaving and state.first_leaving_tokens is not None:
+            stored_tokens[first_leaving] = state.first_leaving_tokens
+        missing = [seq for seq in needed if seq not in stored_tokens]
+        stored_tokens.update(await self.messages.token_counts(agent_session_id, missing))
         new_tokens = [row.token_count for row in rows]
         pending = advance_pending(
-            pending_tokens=agent_session.pending_tokens,
+            pending_tokens=state.pending_tokens,
             last_seq=last_seq,
             archived_upto_seq=archived,
             keep=keep,
@@ -249,7 +256,7 @@ class AgentSessionService:
             last_seq=new_last_seq,
             turn_count=turn,
             pending_tokens=pending,
-            total_tokens=agent_session.total_tokens + sum(new_tokens),
+            total_tokens=state.total_tokens + sum(new_tokens),
         )
         return AppendOutcome(
             messages=[StoredMessage(row, created[row.seq]) for row in rows],
