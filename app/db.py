@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, ClassVar
 
-from sqlalchemy import DateTime, MetaData, func, select
+from sqlalchemy import DateTime, MetaData, bindparam, func, select
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.ext.asyncio import (
@@ -76,6 +76,14 @@ def is_unavailable(error: BaseException) -> bool:
     return False
 
 
+# set_config(..., true) is SET LOCAL: both settings end with the transaction, so a pooled
+# connection never leaks one tenant into the next request.
+_SET_TENANT = select(
+    func.set_config("role", APP_ROLE, True),
+    func.set_config("app.tenant_id", bindparam("tenant_id"), True),
+)
+
+
 @dataclass(frozen=True, slots=True)
 class Database:
     """The engine plus the two kinds of transaction the application may open."""
@@ -93,14 +101,7 @@ class Database:
         """One transaction as ``workmem_app`` with ``app.tenant_id`` set: RLS applies to all SQL."""
         try:
             async with self.sessions.begin() as db:
-                # set_config(..., true) is SET LOCAL: both settings end with the transaction,
-                # so a pooled connection never leaks one tenant into the next request.
-                await db.execute(
-                    select(
-                        func.set_config("role", APP_ROLE, True),
-                        func.set_config("app.tenant_id", str(tenant_id), True),
-                    )
-                )
+                await db.execute(_SET_TENANT, {"tenant_id": str(tenant_id)})
                 yield db
         except (sa_exc.DBAPIError, sa_exc.TimeoutError) as error:
             if is_unavailable(error):

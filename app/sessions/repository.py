@@ -12,7 +12,20 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import DateTime, and_, bindparam, delete, func, insert, select, tuple_, update
+from sqlalchemy import (
+    DateTime,
+    Text,
+    and_,
+    bindparam,
+    cast,
+    delete,
+    func,
+    insert,
+    or_,
+    select,
+    tuple_,
+    update,
+)
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -51,6 +64,60 @@ class AppendState:
     total_tokens: int
     turn_count: int
     first_leaving_tokens: int | None
+
+
+# The append path runs these on every message: built once, so a request pays only for binding
+# parameters (SQLAlchemy caches their compiled form).
+_LEAVING_TOKENS = (
+    select(Message.token_count)
+    .where(
+        Message.tenant_id == AgentSession.tenant_id,
+        Message.agent_session_id == AgentSession.agent_session_id,
+        Message.seq == AgentSession.last_seq + 1 - AgentSession.keep_recent_count,
+    )
+    .scalar_subquery()
+)
+_USER_ID = cast(bindparam("user_id", type_=Text), Text)
+_LOCK_FOR_APPEND = (
+    select(
+        AgentSession.last_seq,
+        AgentSession.archived_upto_seq,
+        AgentSession.keep_recent_count,
+        AgentSession.pending_tokens,
+        AgentSession.total_tokens,
+        AgentSession.turn_count,
+        _LEAVING_TOKENS,
+    )
+    .where(
+        AgentSession.tenant_id == bindparam("tenant_id"),
+        AgentSession.agent_session_id == bindparam("agent_session_id"),
+        or_(_USER_ID.is_(None), AgentSession.user_id == _USER_ID),
+    )
+    .with_for_update(of=AgentSession)
+)
+_SAVE_COUNTERS = (
+    update(AgentSession)
+    .where(
+        AgentSession.tenant_id == bindparam("of_tenant_id"),
+        AgentSession.agent_session_id == bindparam("of_agent_session_id"),
+    )
+    .values(
+        last_seq=bindparam("new_last_seq"),
+        turn_count=bindparam("new_turn_count"),
+        pending_tokens=bindparam("new_pending_tokens"),
+        total_tokens=bindparam("new_total_tokens"),
+        updated_at=func.now(),
+    )
+)
+_INSERT_MESSAGES = (
+    insert(Message)
+    .values(
+        created_at=func.coalesce(
+            bindparam("client_created_at", type_=DateTime(timezone=True)), func.now()
+        )
+    )
+    .returning(Message.seq, Message.created_at, sort_by_parameter_order=True)
+)
 
 
 class AgentSessionRepository:
@@ -101,29 +168,16 @@ class AgentSessionRepository:
     async def lock_for_append(self, agent_session_id: uuid.UUID) -> AppendState | None:
         """Lock the row (appends and commits of one agent session serialise here) and read the
         counters in the same round trip, without loading an ORM object: this is the hot path."""
-        leaving = (
-            select(Message.token_count)
-            .where(
-                Message.tenant_id == AgentSession.tenant_id,
-                Message.agent_session_id == AgentSession.agent_session_id,
-                Message.seq == AgentSession.last_seq + 1 - AgentSession.keep_recent_count,
+        row = (
+            await self.db.execute(
+                _LOCK_FOR_APPEND,
+                {
+                    "tenant_id": self.scope.tenant_id,
+                    "agent_session_id": agent_session_id,
+                    "user_id": self.scope.user_id,
+                },
             )
-            .scalar_subquery()
-        )
-        statement = (
-            select(
-                AgentSession.last_seq,
-                AgentSession.archived_upto_seq,
-                AgentSession.keep_recent_count,
-                AgentSession.pending_tokens,
-                AgentSession.total_tokens,
-                AgentSession.turn_count,
-                leaving,
-            )
-            .where(AgentSession.agent_session_id == agent_session_id, *self._visible())
-            .with_for_update(of=AgentSession)
-        )
-        row = (await self.db.execute(statement)).first()
+        ).first()
         return None if row is None else AppendState(*row)
 
     async def page(
@@ -167,18 +221,15 @@ class AgentSessionRepository:
         total_tokens: int,
     ) -> None:
         await self.db.execute(
-            update(AgentSession)
-            .where(
-                AgentSession.tenant_id == self.scope.tenant_id,
-                AgentSession.agent_session_id == agent_session_id,
-            )
-            .values(
-                last_seq=last_seq,
-                turn_count=turn_count,
-                pending_tokens=pending_tokens,
-                total_tokens=total_tokens,
-                updated_at=func.now(),
-            )
+            _SAVE_COUNTERS,
+            {
+                "of_tenant_id": self.scope.tenant_id,
+                "of_agent_session_id": agent_session_id,
+                "new_last_seq": last_seq,
+                "new_turn_count": turn_count,
+                "new_pending_tokens": pending_tokens,
+                "new_total_tokens": total_tokens,
+            },
         )
 
     async def save_commit(
@@ -239,15 +290,6 @@ class MessageRepository:
         self, agent_session_id: uuid.UUID, rows: Sequence[NewMessage]
     ) -> dict[int, datetime]:
         """Insert the rows in one statement; returns each seq's stored ``created_at``."""
-        statement = (
-            insert(Message)
-            .values(
-                created_at=func.coalesce(
-                    bindparam("client_created_at", type_=DateTime(timezone=True)), func.now()
-                )
-            )
-            .returning(Message.seq, Message.created_at, sort_by_parameter_order=True)
-        )
         parameters = [
             {
                 "tenant_id": self.scope.tenant_id,
@@ -263,7 +305,7 @@ class MessageRepository:
             }
             for row in rows
         ]
-        result = await self.db.execute(statement, parameters)
+        result = await self.db.execute(_INSERT_MESSAGES, parameters)
         return {row[0]: row[1] for row in result.all()}
 
     async def token_counts(

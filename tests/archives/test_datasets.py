@@ -18,13 +18,15 @@ from app.wm.items import Marker, is_kept, markers_of, normalise, split_items
 from app.wm.paths import path_set
 from tests.archives.conftest import AppFactory
 from tests.conftest import make_tenant
-from tests.wm.datasets import Conversation, locomo, swe_agent, tau_airline
+from tests.wm.datasets import DATASETS, Conversation, locomo, swe_agent, tau_airline
 
 PROTECTED = ("Files & Context", "Errors & Corrections", "Open Issues")
 CLOSED = {Marker.RESOLVED, Marker.DONE}
 
 
 def conversations() -> list[Conversation]:
+    if not DATASETS.is_dir():
+        return []  # the parametrised test is then reported as skipped
     return [*swe_agent()[:2], *tau_airline(limit=2), locomo()[0]]
 
 

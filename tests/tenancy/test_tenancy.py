@@ -150,6 +150,16 @@ async def test_user_bound_key_sees_only_its_user(
         await client.post("/v1/sessions", json={"user_id": "bob"}, headers=alice)
     ).status_code == 403
     assert (await client.get(f"/v1/sessions/{bobs}", headers=alice)).status_code == 404
+    append = await client.post(
+        f"/v1/sessions/{bobs}/messages", json={"role": "user", "content": "x"}, headers=alice
+    )
+    assert append.status_code == 404
+    own_append = await client.post(
+        f"/v1/sessions/{own.json()['id']}/messages",
+        json={"role": "user", "content": "x"},
+        headers=alice,
+    )
+    assert own_append.status_code == 201
     # A query parameter naming another user never widens what the key sees.
     listed = await client.get("/v1/sessions", params={"user_id": "bob"}, headers=alice)
     assert listed.json()["items"] == []
