@@ -107,7 +107,7 @@ async def scenario(own_database: Database, app_client: AppFactory) -> AsyncItera
             base_url=model.base_url,
             api_key="test-key",
             model="test-model",
-            timeout_s=0.5,
+            timeout_s=1.5,
             max_retries=1,
             backoff_base_s=0.01,
             backoff_max_s=0.02,
@@ -208,7 +208,7 @@ async def test_rate_limit_then_success(scenario: Scenario) -> None:
 @pytest.mark.parametrize(
     ("reply", "note"),
     [
-        (DelayedReply(2.0), "model unavailable"),
+        (DelayedReply(6.0), "model unavailable"),
         (ErrorReply(400, "bad request"), "model unavailable"),
         (ErrorReply(500, "boom"), "model unavailable"),
     ],

@@ -272,7 +272,7 @@ async def test_killed_worker_leaves_an_archive_another_finishes(
             "WORKMEM_LLM_BASE_URL": model.base_url,
             "WORKMEM_LLM_TIMEOUT_S": "120",
             "WORKMEM_LLM_FALLBACK": "none",
-            "WORKMEM_WORKER_LEASE_S": "2",
+            "WORKMEM_WORKER_LEASE_S": "6",
             "WORKMEM_WORKER_POLL_S": "0.1",
         }
         log_path = tmp_path / "worker.log"
@@ -294,7 +294,7 @@ async def test_killed_worker_leaves_an_archive_another_finishes(
 
     survivor = ArchiveWorker(own_database, RecordingGenerator(), FAST)
     assert await survivor.run_once() is None, "the lease is still held"
-    await asyncio.sleep(2.2)
+    await asyncio.sleep(6.5)
     claim = await survivor.run_once()
     assert claim is not None
     assert claim.attempt == 2

@@ -46,7 +46,9 @@ GOOD_ARGUMENTS = '{"sections": {"Current State": {"op": "KEEP"}}}'
 def chat_model(
     fake: FakeOpenAI,
     *,
-    timeout_s: float = 0.3,
+    # Generous by default so a loaded machine never turns a slow answer into a timeout; the
+    # timeout tests pass their own short value.
+    timeout_s: float = 5.0,
     max_retries: int = 2,
     temperature: float | None = 0.0,
     backoff_max_s: float = 0.05,
@@ -228,7 +230,7 @@ async def test_the_per_call_timeout_overrides_the_client_timeout(
 async def test_a_timeout_then_success_succeeds(fake_openai: FakeOpenAI) -> None:
     fake_openai.push(DelayedReply(3.0), ToolCallReply(GOOD_ARGUMENTS))
 
-    async with chat_model(fake_openai, timeout_s=0.3, max_retries=1) as model:
+    async with chat_model(fake_openai, timeout_s=1.0, max_retries=1) as model:
         outcome = await call(model)
 
     assert outcome.arguments == GOOD_ARGUMENTS
