@@ -10,6 +10,7 @@ from fastapi import APIRouter, Query, Response, status
 from app.config import Settings
 from app.deps import DatabaseDep, SettingsDep
 from app.models import AgentSession, Archive, Message
+from app.sessions.repository import NewMessage
 from app.sessions.schemas import (
     AgentSessionCreate,
     AgentSessionPage,
@@ -63,29 +64,21 @@ def agent_session_read(row: AgentSession, newest: Archive | None) -> AgentSessio
     )
 
 
-def stored_message_read(stored: StoredMessage, archived_upto_seq: int) -> MessageRead:
-    row = stored.row
+def message_read(item: Message | StoredMessage, archived_upto_seq: int) -> MessageRead:
+    """A stored row, or a message just appended (whose ``created_at`` came back from the insert)."""
+    row: Message | NewMessage
+    if isinstance(item, StoredMessage):
+        row, metadata, created_at = item.row, item.row.metadata, item.created_at
+    else:
+        row, metadata, created_at = item, item.metadata_, item.created_at
     return MessageRead(
         seq=row.seq,
         role=row.role,
         turn=row.turn,
         token_count=row.token_count,
         message=row.message,
-        metadata=row.metadata,
-        created_at=stored.created_at,
-        archived=row.seq <= archived_upto_seq,
-    )
-
-
-def message_read(row: Message, archived_upto_seq: int) -> MessageRead:
-    return MessageRead(
-        seq=row.seq,
-        role=row.role,
-        turn=row.turn,
-        token_count=row.token_count,
-        message=row.message,
-        metadata=row.metadata_,
-        created_at=row.created_at,
+        metadata=metadata,
+        created_at=created_at,
         archived=row.seq <= archived_upto_seq,
     )
 
@@ -159,7 +152,7 @@ async def append_message(
 ) -> AppendResult:
     outcome = await _append(agent_session_id, [body], principal, database, settings)
     return AppendResult(
-        message=stored_message_read(outcome.messages[0], outcome.archived_upto_seq),
+        message=message_read(outcome.messages[0], outcome.archived_upto_seq),
         pending_tokens=outcome.pending_tokens,
         live_message_count=outcome.live_message_count,
     )
@@ -175,7 +168,7 @@ async def append_messages(
 ) -> BatchAppendResult:
     outcome = await _append(agent_session_id, body.messages, principal, database, settings)
     return BatchAppendResult(
-        messages=[stored_message_read(m, outcome.archived_upto_seq) for m in outcome.messages],
+        messages=[message_read(m, outcome.archived_upto_seq) for m in outcome.messages],
         pending_tokens=outcome.pending_tokens,
         live_message_count=outcome.live_message_count,
     )
