@@ -7,6 +7,7 @@ restarts, and creating the ``workmem`` database in it. Never used when a URL is 
 from __future__ import annotations
 
 import logging
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,10 +40,13 @@ class EmbeddedPostgres:
 
 def start_embedded(data_dir: Path, *, database: str = DATABASE_NAME) -> EmbeddedPostgres:
     """Start (or attach to) the cluster in ``data_dir`` and make sure ``database`` exists."""
-    from pgserver.postgres_server import get_server
-
     data_dir.parent.mkdir(parents=True, exist_ok=True)
-    server = get_server(data_dir, cleanup_mode="stop")
+    with warnings.catch_warnings():
+        # Its runtime directory falls back to /tmp when XDG_RUNTIME_DIR is unset, which is fine.
+        warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
+        from pgserver.postgres_server import get_server
+
+        server = get_server(data_dir, cleanup_mode="stop")
     embedded = EmbeddedPostgres(data_dir=data_dir, server=server)
     embedded.create_database(database)
     logger.info("embedded postgres ready", extra={"data_dir": str(data_dir)})

@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from prometheus_client import Counter, Histogram
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-_RESERVED = set(logging.makeLogRecord({}).__dict__) | {"message", "asctime"}
+_RESERVED = set(logging.makeLogRecord({}).__dict__) | {"message", "asctime", "color_message"}
 
 REQUESTS = Counter("workmem_http_requests_total", "HTTP requests", ["method", "route", "status"])
 LATENCY = Histogram(
@@ -52,6 +52,8 @@ def configure_logging(level: str = "INFO", *, as_json: bool = True) -> None:
         logging.getLogger(name).handlers[:] = []
         logging.getLogger(name).propagate = True
     logging.getLogger("uvicorn.access").setLevel(logging.WARNING)
+    # The embedded cluster logs every initdb/pg_ctl command line at INFO: noise for operators.
+    logging.getLogger("pgserver").setLevel(max(logging.WARNING, root.level))
 
 
 access_logger = logging.getLogger("workmem.access")
