@@ -70,7 +70,12 @@ class ArchiveWorker:
             except (Unavailable, sa_exc.DBAPIError, OSError) as error:
                 failures += 1
                 logger.warning("worker cannot reach the database", extra={"error": str(error)})
-                claimed = None
+                await _wait(stop, min(30.0, 0.5 * 2**failures))
+                continue
+            except Exception:
+                # A worker that dies silently stops all background processing: log, back off, go on.
+                failures += 1
+                logger.exception("worker loop error")
                 await _wait(stop, min(30.0, 0.5 * 2**failures))
                 continue
             if claimed is None:

@@ -324,3 +324,29 @@ async def test_lease_lost_writes_nothing(own_database: Database, app_client: App
     async with own_database.tenant(keys.tenant_id) as db:
         count = await db.scalar(text("SELECT count(*) FROM wm_section_versions"))
     assert count == 0
+
+
+async def test_the_worker_loop_survives_errors_and_stops_on_request(own_database: Database) -> None:
+    calls = 0
+
+    class Flaky(ArchiveWorker):
+        async def run_once(
+            self, *, tenant_id: uuid.UUID | None = None, agent_session_id: uuid.UUID | None = None
+        ) -> Any:
+            nonlocal calls
+            calls += 1
+            if calls == 1:
+                raise RuntimeError("unexpected")
+            if calls == 2:
+                raise OSError("connection reset")
+            return await super().run_once(tenant_id=tenant_id, agent_session_id=agent_session_id)
+
+    worker = Flaky(own_database, RecordingGenerator(), FAST)
+    stop = asyncio.Event()
+    task = asyncio.create_task(worker.run(stop))
+    deadline = time.monotonic() + 20
+    while calls < 4 and time.monotonic() < deadline:  # noqa: ASYNC110
+        await asyncio.sleep(0.05)
+    stop.set()
+    await asyncio.wait_for(task, timeout=10)
+    assert calls >= 4
