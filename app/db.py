@@ -12,9 +12,10 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
-from sqlalchemy import DateTime, MetaData, bindparam, func, select
+import psycopg
+from sqlalchemy import DateTime, MetaData
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.ext.asyncio import (
@@ -69,7 +70,7 @@ def create_engine(url: str, *, pool_size: int = 10) -> AsyncEngine:
 
 def is_unavailable(error: BaseException) -> bool:
     """True when a driver error means the database cannot be reached right now."""
-    if isinstance(error, sa_exc.TimeoutError):
+    if isinstance(error, sa_exc.TimeoutError | psycopg.OperationalError):
         return True
     if isinstance(error, sa_exc.DBAPIError):
         return bool(error.connection_invalidated) or isinstance(error, sa_exc.OperationalError)
@@ -78,10 +79,21 @@ def is_unavailable(error: BaseException) -> bool:
 
 # set_config(..., true) is SET LOCAL: both settings end with the transaction, so a pooled
 # connection never leaks one tenant into the next request.
-_SET_TENANT = select(
-    func.set_config("role", APP_ROLE, True),
-    func.set_config("app.tenant_id", bindparam("tenant_id"), True),
+_SET_TENANT = (
+    f"SELECT set_config('role', '{APP_ROLE}', true), set_config('app.tenant_id', %s, true)"
 )
+
+
+async def driver(db: AsyncSession) -> psycopg.AsyncConnection[Any]:
+    """The psycopg connection under ``db``'s transaction.
+
+    The statements that run on every request (this setup, and the append path) use it directly:
+    on this stack SQLAlchemy's per-statement execution costs several times the round trip itself
+    (see ``bench/append.py``). Everything else goes through SQLAlchemy.
+    """
+    connection = await db.connection()
+    raw = await connection.get_raw_connection()
+    return cast("psycopg.AsyncConnection[Any]", raw.driver_connection)
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,9 +113,9 @@ class Database:
         """One transaction as ``workmem_app`` with ``app.tenant_id`` set: RLS applies to all SQL."""
         try:
             async with self.sessions.begin() as db:
-                await db.execute(_SET_TENANT, {"tenant_id": str(tenant_id)})
+                await (await driver(db)).execute(_SET_TENANT, (str(tenant_id),))
                 yield db
-        except (sa_exc.DBAPIError, sa_exc.TimeoutError) as error:
+        except (sa_exc.DBAPIError, sa_exc.TimeoutError, psycopg.OperationalError) as error:
             if is_unavailable(error):
                 raise Unavailable("the database is unreachable; retry shortly") from error
             raise

@@ -12,16 +12,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from psycopg.types.json import Jsonb
 from sqlalchemy import (
-    DateTime,
-    Text,
     and_,
-    bindparam,
-    cast,
     delete,
     func,
-    insert,
-    or_,
     select,
     tuple_,
     update,
@@ -29,6 +24,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.db import driver
 from app.models import AgentSession, Archive, Message
 
 
@@ -66,58 +62,37 @@ class AppendState:
     first_leaving_tokens: int | None
 
 
-# The append path runs these on every message: built once, so a request pays only for binding
-# parameters (SQLAlchemy caches their compiled form).
-_LEAVING_TOKENS = (
-    select(Message.token_count)
-    .where(
-        Message.tenant_id == AgentSession.tenant_id,
-        Message.agent_session_id == AgentSession.agent_session_id,
-        Message.seq == AgentSession.last_seq + 1 - AgentSession.keep_recent_count,
-    )
-    .scalar_subquery()
-)
-_USER_ID = cast(bindparam("user_id", type_=Text), Text)
-_LOCK_FOR_APPEND = (
-    select(
-        AgentSession.last_seq,
-        AgentSession.archived_upto_seq,
-        AgentSession.keep_recent_count,
-        AgentSession.pending_tokens,
-        AgentSession.total_tokens,
-        AgentSession.turn_count,
-        _LEAVING_TOKENS,
-    )
-    .where(
-        AgentSession.tenant_id == bindparam("tenant_id"),
-        AgentSession.agent_session_id == bindparam("agent_session_id"),
-        or_(_USER_ID.is_(None), AgentSession.user_id == _USER_ID),
-    )
-    .with_for_update(of=AgentSession)
-)
-_SAVE_COUNTERS = (
-    update(AgentSession)
-    .where(
-        AgentSession.tenant_id == bindparam("of_tenant_id"),
-        AgentSession.agent_session_id == bindparam("of_agent_session_id"),
-    )
-    .values(
-        last_seq=bindparam("new_last_seq"),
-        turn_count=bindparam("new_turn_count"),
-        pending_tokens=bindparam("new_pending_tokens"),
-        total_tokens=bindparam("new_total_tokens"),
-        updated_at=func.now(),
-    )
-)
-_INSERT_MESSAGES = (
-    insert(Message)
-    .values(
-        created_at=func.coalesce(
-            bindparam("client_created_at", type_=DateTime(timezone=True)), func.now()
-        )
-    )
-    .returning(Message.seq, Message.created_at, sort_by_parameter_order=True)
-)
+# The append path runs these on every message, on the driver connection (``app.db.driver``):
+# row-level security still applies, as they run inside the tenant transaction.
+_LOCK_FOR_APPEND = """
+SELECT s.last_seq, s.archived_upto_seq, s.keep_recent_count, s.pending_tokens, s.total_tokens,
+       s.turn_count,
+       (SELECT m.token_count FROM messages m
+         WHERE m.tenant_id = s.tenant_id AND m.agent_session_id = s.agent_session_id
+           AND m.seq = s.last_seq + 1 - s.keep_recent_count)
+FROM agent_sessions s
+WHERE s.tenant_id = %(tenant_id)s AND s.agent_session_id = %(agent_session_id)s
+  AND (%(user_id)s::text IS NULL OR s.user_id = %(user_id)s::text)
+FOR UPDATE OF s
+"""
+_SAVE_COUNTERS = """
+UPDATE agent_sessions
+SET last_seq = %(last_seq)s, turn_count = %(turn_count)s, pending_tokens = %(pending_tokens)s,
+    total_tokens = %(total_tokens)s, updated_at = now()
+WHERE tenant_id = %(tenant_id)s AND agent_session_id = %(agent_session_id)s
+"""
+_INSERT_MESSAGES = """
+INSERT INTO messages (tenant_id, agent_session_id, seq, role, turn, message, token_count,
+                      content_text, metadata, created_at)
+SELECT %(tenant_id)s, %(agent_session_id)s, u.seq, u.role, u.turn, u.message, u.token_count,
+       u.content_text, u.metadata, coalesce(u.created_at, now())
+FROM unnest(%(seqs)s::bigint[], %(roles)s::text[], %(turns)s::int[], %(messages)s::jsonb[],
+            %(token_counts)s::int[], %(texts)s::text[], %(metadata)s::jsonb[],
+            %(created_at)s::timestamptz[])
+     AS u(seq, role, turn, message, token_count, content_text, metadata, created_at)
+ORDER BY u.seq
+RETURNING seq, created_at
+"""
 
 
 class AgentSessionRepository:
@@ -167,17 +142,17 @@ class AgentSessionRepository:
 
     async def lock_for_append(self, agent_session_id: uuid.UUID) -> AppendState | None:
         """Lock the row (appends and commits of one agent session serialise here) and read the
-        counters in the same round trip, without loading an ORM object: this is the hot path."""
-        row = (
-            await self.db.execute(
-                _LOCK_FOR_APPEND,
-                {
-                    "tenant_id": self.scope.tenant_id,
-                    "agent_session_id": agent_session_id,
-                    "user_id": self.scope.user_id,
-                },
-            )
-        ).first()
+        counters, with the tokens of the message the next append pushes out of the keep window,
+        in one round trip: this is the hot path."""
+        cursor = await (await driver(self.db)).execute(
+            _LOCK_FOR_APPEND,
+            {
+                "tenant_id": self.scope.tenant_id,
+                "agent_session_id": agent_session_id,
+                "user_id": self.scope.user_id,
+            },
+        )
+        row = await cursor.fetchone()
         return None if row is None else AppendState(*row)
 
     async def page(
@@ -220,15 +195,15 @@ class AgentSessionRepository:
         pending_tokens: int,
         total_tokens: int,
     ) -> None:
-        await self.db.execute(
+        await (await driver(self.db)).execute(
             _SAVE_COUNTERS,
             {
-                "of_tenant_id": self.scope.tenant_id,
-                "of_agent_session_id": agent_session_id,
-                "new_last_seq": last_seq,
-                "new_turn_count": turn_count,
-                "new_pending_tokens": pending_tokens,
-                "new_total_tokens": total_tokens,
+                "tenant_id": self.scope.tenant_id,
+                "agent_session_id": agent_session_id,
+                "last_seq": last_seq,
+                "turn_count": turn_count,
+                "pending_tokens": pending_tokens,
+                "total_tokens": total_tokens,
             },
         )
 
@@ -290,23 +265,22 @@ class MessageRepository:
         self, agent_session_id: uuid.UUID, rows: Sequence[NewMessage]
     ) -> dict[int, datetime]:
         """Insert the rows in one statement; returns each seq's stored ``created_at``."""
-        parameters = [
+        cursor = await (await driver(self.db)).execute(
+            _INSERT_MESSAGES,
             {
                 "tenant_id": self.scope.tenant_id,
                 "agent_session_id": agent_session_id,
-                "seq": row.seq,
-                "role": row.role,
-                "turn": row.turn,
-                "message": row.message,
-                "token_count": row.token_count,
-                "content_text": row.content_text,
-                "metadata": row.metadata,
-                "client_created_at": row.created_at,
-            }
-            for row in rows
-        ]
-        result = await self.db.execute(_INSERT_MESSAGES, parameters)
-        return {row[0]: row[1] for row in result.all()}
+                "seqs": [row.seq for row in rows],
+                "roles": [row.role for row in rows],
+                "turns": [row.turn for row in rows],
+                "messages": [Jsonb(row.message) for row in rows],
+                "token_counts": [row.token_count for row in rows],
+                "texts": [row.content_text for row in rows],
+                "metadata": [None if row.metadata is None else Jsonb(row.metadata) for row in rows],
+                "created_at": [row.created_at for row in rows],
+            },
+        )
+        return dict(await cursor.fetchall())
 
     async def token_counts(
         self, agent_session_id: uuid.UUID, seqs: Sequence[int]
