@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import psycopg
 import pytest
+from sqlalchemy.engine import make_url
 from typer.testing import CliRunner
 
 from app.cli import cli
@@ -38,10 +40,27 @@ def test_tenants_keys_and_revocation(env: dict[str, str]) -> None:
     assert missing.exit_code != 0
 
 
-def test_pending_tokens_check_reports_no_drift(env: dict[str, str]) -> None:
-    report = json.loads(run(["pending-tokens", "check"], env))
-    assert report["drifted"] == []
-    assert report["checked"] >= 0
+def test_pending_tokens_check_reports_and_repairs_drift(
+    env: dict[str, str], database_url: str
+) -> None:
+    plain = make_url(database_url).set(drivername="postgresql").render_as_string(False)
+    with psycopg.connect(plain, autocommit=True) as connection:
+        tenant_id = connection.execute(
+            "INSERT INTO tenants (name) VALUES ('drift') RETURNING tenant_id"
+        ).fetchone()[0]  # type: ignore[index]
+        connection.execute(
+            "INSERT INTO agent_sessions (tenant_id, pending_tokens) VALUES (%s, 7)", (tenant_id,)
+        )
+    result = runner.invoke(cli, ["pending-tokens", "check"], env=env)
+    assert result.exit_code == 1
+    drifted = json.loads(result.output)["drifted"]
+    assert [
+        (d["stored"], d["recomputed"]) for d in drifted if d["tenant_id"] == str(tenant_id)
+    ] == [(7, 0)]
+    run(["pending-tokens", "check", "--repair"], env)
+    after = json.loads(run(["pending-tokens", "check"], env))
+    assert after["drifted"] == []
+    assert after["checked"] >= 1
 
 
 def test_db_current_and_archives_retry(env: dict[str, str]) -> None:

@@ -202,7 +202,7 @@ class ArchiveRepository:
             statement = statement.where(Archive.archive_seq < before_seq)
         return await self.db.scalar(statement.order_by(Archive.archive_seq.desc()).limit(1))
 
-    async def unfinished_or_failed_between(
+    async def failed_between(
         self, agent_session_id: uuid.UUID, *, after_seq: int, before_seq: int
     ) -> Sequence[Archive]:
         return (

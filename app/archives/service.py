@@ -295,7 +295,7 @@ class ArchiveJobService:
             else:
                 legacy = prior_archive.legacy_overview or prior_archive.overview or ""
                 prior = Prior(sections=empty_sections(), legacy_text=legacy)
-        failed = await self.archives.unfinished_or_failed_between(
+        failed = await self.archives.failed_between(
             agent_session_id,
             after_seq=0 if prior_archive is None else prior_archive.archive_seq,
             before_seq=claim.archive_seq,

@@ -31,14 +31,15 @@ class ScriptExhaustedError(AssertionError):
 
 
 def tool_call(
-    arguments: str,
+    arguments: str | None,
     *,
     text: str | None = None,
     prompt_tokens: int = 100,
     completion_tokens: int = 20,
     model: str = "scripted",
 ) -> ToolCallOutcome:
-    """An outcome in which the model called the forced tool with ``arguments`` (any string)."""
+    """An outcome in which the model called the forced tool with ``arguments`` (any string);
+    ``None`` means it made no such call."""
     return ToolCallOutcome(
         arguments=arguments,
         text=text,
@@ -55,10 +56,11 @@ def no_tool_call(
     model: str = "scripted",
 ) -> ToolCallOutcome:
     """An outcome in which the model answered without calling the tool."""
-    return ToolCallOutcome(
-        arguments=None,
+    return tool_call(
+        None,
         text=text,
-        usage=Usage(prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, calls=1),
+        prompt_tokens=prompt_tokens,
+        completion_tokens=completion_tokens,
         model=model,
     )
 
