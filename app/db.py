@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import Any, ClassVar, cast
 
 import psycopg
-from sqlalchemy import DateTime, MetaData
+from sqlalchemy import DateTime, MetaData, event
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.ext.asyncio import (
@@ -24,7 +24,7 @@ from sqlalchemy.ext.asyncio import (
     async_sessionmaker,
     create_async_engine,
 )
-from sqlalchemy.orm import DeclarativeBase
+from sqlalchemy.orm import DeclarativeBase, ORMExecuteState, Session
 
 from app.errors import Unavailable
 
@@ -65,7 +65,25 @@ def create_engine(url: str, *, pool_size: int = 10) -> AsyncEngine:
         # detected on use, the pool is invalidated, the request answers 503 and the next succeeds.
         pool_timeout=10,
         pool_recycle=1800,
+        # Timestamps come back in UTC whatever the server's default, so a value the service
+        # computes (an append's created_at) reads the same as the stored one.
+        connect_args={"options": "-c TimeZone=UTC"},
     )
+
+
+class UnitOfWork(Session):
+    """The ORM session of one transaction, whose SELECTs always refresh the rows they load.
+
+    The append path writes on the driver connection and repositories write with Core
+    ``update()``; neither passes through the identity map, so an ORM read must never be served
+    from it (``docs/database.md``).
+    """
+
+
+@event.listens_for(UnitOfWork, "do_orm_execute")
+def _fresh_rows(state: ORMExecuteState) -> None:
+    if state.is_select:
+        state.update_execution_options(populate_existing=True)
 
 
 def is_unavailable(error: BaseException) -> bool:
@@ -87,9 +105,9 @@ _SET_TENANT = (
 async def driver(db: AsyncSession) -> psycopg.AsyncConnection[Any]:
     """The psycopg connection under ``db``'s transaction.
 
-    The statements that run on every request (this setup, and the append path) use it directly:
+    Only the statements that run on every request (this setup, and the append path) use it:
     on this stack SQLAlchemy's per-statement execution costs several times the round trip itself
-    (see ``bench/append.py``). Everything else goes through SQLAlchemy.
+    (see ``bench/append.py``). Everything else goes through SQLAlchemy (``docs/database.md``).
     """
     connection = await db.connection()
     raw = await connection.get_raw_connection()
@@ -106,7 +124,10 @@ class Database:
     @classmethod
     def from_url(cls, url: str, *, pool_size: int = 10) -> Database:
         engine = create_engine(url, pool_size=pool_size)
-        return cls(engine, async_sessionmaker(engine, expire_on_commit=False))
+        return cls(
+            engine,
+            async_sessionmaker(engine, expire_on_commit=False, sync_session_class=UnitOfWork),
+        )
 
     @asynccontextmanager
     async def tenant(self, tenant_id: uuid.UUID) -> AsyncIterator[AsyncSession]:

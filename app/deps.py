@@ -1,4 +1,8 @@
-"""Request dependencies shared by every feature: the database and the settings."""
+"""Request dependencies shared by every feature: the database, the settings, the archive worker.
+
+Each is built once by the lifespan in ``main`` and read from the app state here; async, so a
+request never hops to the thread pool to resolve them.
+"""
 
 from __future__ import annotations
 
@@ -6,19 +10,27 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
+from app.archives.worker import ArchiveWorker
 from app.config import Settings
 from app.db import Database
 
 
-def get_database(request: Request) -> Database:
+async def get_database(request: Request) -> Database:
     found: Database = request.app.state.database
     return found
 
 
-def get_settings(request: Request) -> Settings:
+async def get_settings(request: Request) -> Settings:
     found: Settings = request.app.state.settings
+    return found
+
+
+async def get_worker(request: Request) -> ArchiveWorker:
+    """The process's archive worker: commits wake it, and ``wait`` drains through it."""
+    found: ArchiveWorker = request.app.state.worker
     return found
 
 
 DatabaseDep = Annotated[Database, Depends(get_database)]
 SettingsDep = Annotated[Settings, Depends(get_settings)]
+WorkerDep = Annotated[ArchiveWorker, Depends(get_worker)]

@@ -140,7 +140,6 @@ def build_worker(
             poll_s=settings.worker_poll_s,
             backoff_base_s=settings.worker_backoff_base_s,
             backoff_max_s=settings.worker_backoff_max_s,
-            max_input_tokens=settings.llm_max_input_tokens,
         ),
     )
 

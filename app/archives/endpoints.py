@@ -1,13 +1,18 @@
-"""HTTP routes for commits, archives and working memory (``/v1/sessions/{id}/…``)."""
+"""HTTP routes for commits, archives and working memory (``/v1/sessions/{id}/…``).
+
+Owns the parameters and the transactions of a request, and maps what services return to the
+``…Read`` bodies; never decides anything itself.
+"""
 
 from __future__ import annotations
 
 import uuid
 from typing import Annotated
 
-from fastapi import APIRouter, Path, Query, Request, status
+from fastapi import APIRouter, Path, Query, status
 from fastapi.responses import JSONResponse
 
+from app.archives import flows
 from app.archives.schemas import (
     ArchiveExpanded,
     ArchivePage,
@@ -17,41 +22,20 @@ from app.archives.schemas import (
     SectionHistoryPage,
     WorkingMemoryRead,
 )
-from app.archives.service import ArchiveService, archive_read
-from app.archives.worker import ArchiveWorker
-from app.deps import DatabaseDep, SettingsDep
+from app.archives.service import ArchiveService
+from app.archives.working_memory import WorkingMemory
+from app.deps import DatabaseDep, SettingsDep, WorkerDep
 from app.errors import InvalidInput
-from app.sessions.endpoints import message_read
-from app.sessions.service import AgentSessionService
 from app.tenancy.auth import Reader, Writer
-from app.wm.sections import SECTIONS, empty_sections, render
+from app.wm.sections import section_for
 
 router = APIRouter(prefix="/v1/sessions", tags=["archives"])
 
 INT32_MAX = 2**31 - 1
+SEQ_MAX = 2**63 - 1
 
 SectionName = Annotated[str | None, Query(description="one of the seven section headers")]
 ArchiveSeq = Annotated[int, Path(ge=1, le=INT32_MAX)]
-SEQ_MAX = 2**63 - 1
-
-
-def worker_of(request: Request) -> ArchiveWorker:
-    found: ArchiveWorker = request.app.state.worker
-    return found
-
-
-def empty_working_memory() -> WorkingMemoryRead:
-    bodies = empty_sections()
-    return WorkingMemoryRead(
-        archive_seq=0,
-        covered_start_seq=0,
-        covered_end_seq=0,
-        markdown=render(bodies),
-        sections={section.value: "" for section in SECTIONS},
-        decisions=[],
-        generator=None,
-        tokens=0,
-    )
 
 
 @router.post(
@@ -61,18 +45,24 @@ def empty_working_memory() -> WorkingMemoryRead:
 )
 async def commit(
     agent_session_id: uuid.UUID,
-    request: Request,
     principal: Writer,
     database: DatabaseDep,
     settings: SettingsDep,
+    worker: WorkerDep,
     body: CommitCreate | None = None,
 ) -> JSONResponse:
     body = body or CommitCreate()
-    async with database.tenant(principal.tenant_id) as db:
-        outcome = await ArchiveService(db, principal).commit(
-            agent_session_id, body.keep_recent_count
-        )
-    if outcome.archive is None:
+    result = await flows.commit(
+        database,
+        worker,
+        principal,
+        agent_session_id,
+        keep=body.keep_recent_count,
+        wait=body.wait,
+        timeout_s=body.wait_timeout_s or settings.commit_wait_timeout_s,
+    )
+    outcome, archive = result.outcome, result.archive
+    if archive is None:
         skipped = CommitRead(
             status="skipped",
             reason=outcome.skipped,
@@ -82,23 +72,13 @@ async def commit(
             live_message_count=outcome.live_message_count,
         )
         return JSONResponse(skipped.model_dump(mode="json"), status_code=status.HTTP_200_OK)
-    worker = worker_of(request)
-    worker.wakeup.set()
-    archive_seq = outcome.archive.archive_seq
-    if body.wait:
-        timeout = body.wait_timeout_s or settings.commit_wait_timeout_s
-        await worker.drain(principal.tenant_id, agent_session_id, archive_seq, timeout_s=timeout)
-    async with database.tenant(principal.tenant_id) as db:
-        service = ArchiveService(db, principal)
-        archive = await service.get(agent_session_id, archive_seq)
-        working_memory = (
-            await service.working_memory_of(archive) if archive.status == "done" else None
-        )
-    finished = archive.status in ("done", "failed")
+    finished = archive.status.is_finished
     read = CommitRead(
-        status=(archive.status if finished else "running") if body.wait else "accepted",
-        archive=archive_read(archive),
-        working_memory=working_memory,
+        status=(archive.status.value if finished else "running") if body.wait else "accepted",
+        archive=ArchiveRead.from_row(archive),
+        working_memory=None
+        if result.working_memory is None
+        else WorkingMemoryRead.from_value(result.working_memory),
         pending_tokens=outcome.pending_tokens,
         live_message_count=outcome.live_message_count,
     )
@@ -118,7 +98,9 @@ async def list_archives(
         rows, next_before = await ArchiveService(db, principal).page(
             agent_session_id, before_seq=before_seq, limit=limit
         )
-        return ArchivePage(items=[archive_read(row) for row in rows], next_before_seq=next_before)
+    return ArchivePage(
+        items=[ArchiveRead.from_row(row) for row in rows], next_before_seq=next_before
+    )
 
 
 @router.get("/{agent_session_id}/archives/{archive_seq:int}")
@@ -133,37 +115,24 @@ async def expand_archive(
     limit: Annotated[int, Query(ge=1, le=1000)] = 500,
 ) -> ArchiveExpanded:
     async with database.tenant(principal.tenant_id) as db:
-        service = ArchiveService(db, principal)
-        archive = await service.get(agent_session_id, archive_seq)
-        start = max(archive.start_seq - 1, after_seq or 0)
-        _, messages = await AgentSessionService(db, principal).read_messages(
-            agent_session_id, after_seq=start, limit=limit, upto_seq=archive.end_seq
+        expanded = await ArchiveService(db, principal).expand(
+            agent_session_id, archive_seq, after_seq=after_seq or 0, limit=limit
         )
-        decisions = await service.decisions(archive)
-    items = [message_read(row, archive.end_seq) for row in messages]
-    next_after = items[-1].seq if items and items[-1].seq < archive.end_seq else None
-    return ArchiveExpanded(
-        **archive_read(archive).model_dump(),
-        overview=archive.overview,
-        legacy_overview=archive.legacy_overview,
-        decisions=decisions,
-        messages=items,
-        next_after_seq=next_after,
-    )
+    return ArchiveExpanded.from_expanded(expanded)
 
 
 @router.post("/{agent_session_id}/archives/{archive_seq:int}:retry")
 async def retry_archive(
     agent_session_id: uuid.UUID,
     archive_seq: ArchiveSeq,
-    request: Request,
     principal: Writer,
     database: DatabaseDep,
+    worker: WorkerDep,
 ) -> ArchiveRead:
     async with database.tenant(principal.tenant_id) as db:
         archive = await ArchiveService(db, principal).retry(agent_session_id, archive_seq)
-    worker_of(request).wakeup.set()
-    return archive_read(archive)
+    worker.wakeup.set()
+    return ArchiveRead.from_row(archive)
 
 
 @router.get("/{agent_session_id}/working-memory")
@@ -171,8 +140,10 @@ async def working_memory(
     agent_session_id: uuid.UUID, principal: Reader, database: DatabaseDep
 ) -> WorkingMemoryRead:
     async with database.tenant(principal.tenant_id) as db:
-        current = await ArchiveService(db, principal).working_memory(agent_session_id)
-    return current or empty_working_memory()
+        current = await ArchiveService(db, principal).working_memory(
+            agent_session_id, with_decisions=True
+        )
+    return WorkingMemoryRead.from_value(current or WorkingMemory.empty())
 
 
 @router.get("/{agent_session_id}/working-memory/history")
@@ -182,15 +153,30 @@ async def working_memory_history(
     database: DatabaseDep,
     section: SectionName = None,
     after_archive_seq: Annotated[int, Query(ge=0, le=INT32_MAX)] = 0,
+    after_position: Annotated[
+        int,
+        Query(
+            ge=1,
+            le=7,
+            description="with after_archive_seq: start after this section of that archive "
+            "(default 7: after the whole archive)",
+        ),
+    ] = 7,
     limit: Annotated[int, Query(ge=1, le=700)] = 70,
 ) -> SectionHistoryPage:
-    if section is not None and section not in {s.value for s in SECTIONS}:
-        raise InvalidInput(
-            f"unknown section {section!r}",
-            errors=[{"loc": ["query", "section"], "msg": "not one of the seven sections"}],
-        )
+    chosen = None
+    if section is not None:
+        chosen = section_for(section)
+        if chosen is None or chosen.value != section:
+            raise InvalidInput(
+                f"unknown section {section!r}",
+                errors=[{"loc": ["query", "section"], "msg": "not one of the seven sections"}],
+            )
     async with database.tenant(principal.tenant_id) as db:
-        items, next_after = await ArchiveService(db, principal).history(
-            agent_session_id, section=section, after_archive_seq=after_archive_seq, limit=limit
+        page = await ArchiveService(db, principal).history(
+            agent_session_id,
+            section=chosen,
+            after=(after_archive_seq, after_position),
+            limit=limit,
         )
-    return SectionHistoryPage(items=items, next_after_archive_seq=next_after)
+    return SectionHistoryPage.from_page(page)

@@ -11,15 +11,16 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
+from app.archives.working_memory import WorkingMemory
 from app.llm.ports import ChatModel, ModelError, Usage
 from app.wm.extractor import extract_ops
 from app.wm.merge import MergeResult, creation_ops, merge
 from app.wm.prompts import PROMPT_VERSION, batch_messages, create_prompt, update_prompt
-from app.wm.recovery import RecoveryPath, recover_arguments
-from app.wm.schema import CREATE_FIELD, CREATE_TOOL, UPDATE_TOOL
+from app.wm.recovery import RecoveryPath, recover_arguments, recover_document
+from app.wm.schema import CREATE_TOOL, UPDATE_TOOL
 from app.wm.sections import Section, empty_sections, parse, render
 from app.wm.thresholds import DEFAULT_CONFIG, GuardConfig, size_warnings
 from app.wm.tokens import count_tokens
@@ -39,25 +40,15 @@ _PROMPT_OVERHEAD_TOKENS = 3_000
 """Rules, tool schema and framing of a prompt, kept out of the message budget."""
 
 
-@dataclass(frozen=True, slots=True)
-class Prior:
-    """What the archive starts from: the previous WM's sections, or a legacy free-text overview."""
-
-    sections: Mapping[Section, str]
-    legacy_text: str | None = None
-
-    @property
-    def is_empty(self) -> bool:
-        return self.legacy_text is None and not any(self.sections.values())
-
-
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Generated:
+    """The next working memory and how it was produced (stored with the archive)."""
+
     result: MergeResult
     generator: GeneratorName
-    note: str | None
-    model: str | None
-    prompt_version: str | None
+    note: str | None = None
+    model: str | None = None
+    prompt_version: str | None = None
     usage: Usage = field(default_factory=Usage)
     upgraded_from_legacy: bool = False
     batches: int = 1
@@ -94,22 +85,22 @@ class WorkingMemoryGenerator:
         self.max_input_tokens = max_input_tokens
         self.config = config
 
-    async def generate(self, prior: Prior, messages: Sequence[Mapping[str, object]]) -> Generated:
+    async def generate(
+        self, prior: WorkingMemory, messages: Sequence[Mapping[str, object]]
+    ) -> Generated:
         """Merge the archive's messages into the prior, batch by batch (each batch's WM is the
         next batch's prior), so the input of one call stays within ``max_input_tokens``."""
-        sections: Mapping[Section, str] = prior.sections
-        legacy = prior.legacy_text
-        prior_tokens = count_tokens(render(sections)) + count_tokens(legacy or "")
+        prior_tokens = count_tokens(render(prior.sections)) + count_tokens(prior.legacy_text or "")
         budget = max(2_000, self.max_input_tokens - _PROMPT_OVERHEAD_TOKENS - prior_tokens)
         batches = batch_messages(messages, budget=budget) if messages else [[]]
         usage = Usage()
         steps: list[Generated] = []
+        current = prior
         for batch in batches:
-            step = await self._step(Prior(sections, legacy), batch)
+            step = await self._step(current, batch)
             usage = usage + step.usage
             steps.append(step)
-            sections = step.result.sections
-            legacy = None
+            current = replace(current, sections=step.result.sections, legacy_text=None)
         last = steps[-1]
         generators = {step.generator for step in steps}
         notes = [step.note for step in steps if step.note]
@@ -124,7 +115,7 @@ class WorkingMemoryGenerator:
             batches=len(batches),
         )
 
-    async def _step(self, prior: Prior, batch: Sequence[Mapping[str, object]]) -> Generated:
+    async def _step(self, prior: WorkingMemory, batch: Sequence[Mapping[str, object]]) -> Generated:
         if self.chat is None:
             return self._offline(prior, batch, "offline", None)
         try:
@@ -139,7 +130,7 @@ class WorkingMemoryGenerator:
 
     def _offline(
         self,
-        prior: Prior,
+        prior: WorkingMemory,
         batch: Sequence[Mapping[str, object]],
         generator: GeneratorName,
         note: str | None,
@@ -152,10 +143,12 @@ class WorkingMemoryGenerator:
                 config=self.config,
             ).sections
         ops = extract_ops(batch, sections)
-        return Generated(merge(sections, ops, config=self.config), generator, note, None, None)
+        return Generated(
+            result=merge(sections, ops, config=self.config), generator=generator, note=note
+        )
 
     async def _update(
-        self, chat: ChatModel, prior: Prior, batch: Sequence[Mapping[str, object]]
+        self, chat: ChatModel, prior: WorkingMemory, batch: Sequence[Mapping[str, object]]
     ) -> Generated:
         prompt = update_prompt(
             render(prior.sections),
@@ -168,37 +161,36 @@ class WorkingMemoryGenerator:
         if outcome.arguments is not None:
             recovery = recover_arguments(outcome.arguments)
             if recovery.path is RecoveryPath.PARSED and not recovery.scanned:
-                result = merge(prior.sections, json.loads(outcome.arguments), config=self.config)
                 return Generated(
-                    result, "llm_update", None, outcome.model, PROMPT_VERSION, outcome.usage
+                    result=merge(prior.sections, json.loads(outcome.arguments), config=self.config),
+                    generator="llm_update",
+                    model=outcome.model,
+                    prompt_version=PROMPT_VERSION,
+                    usage=outcome.usage,
                 )
             if recovery.arguments is not None:
-                result = merge(prior.sections, recovery.arguments, config=self.config)
                 return Generated(
-                    result,
-                    "llm_recovered",
-                    f"arguments {recovery.path.value}",
-                    outcome.model,
-                    PROMPT_VERSION,
-                    outcome.usage,
+                    result=merge(prior.sections, recovery.arguments, config=self.config),
+                    generator="llm_recovered",
+                    note=f"arguments {recovery.path.value}",
+                    model=outcome.model,
+                    prompt_version=PROMPT_VERSION,
+                    usage=outcome.usage,
                 )
             reason = "unrecoverable tool arguments"
         else:
             reason = "no tool call"
         created = await self._create(chat, prior, batch, "llm_create_fallback")
-        return Generated(
-            created.result,
-            created.generator,
-            f"{reason}; {created.note}" if created.note else reason,
-            created.model,
-            created.prompt_version,
-            outcome.usage + created.usage,
+        return replace(
+            created,
+            note=f"{reason}; {created.note}" if created.note else reason,
+            usage=outcome.usage + created.usage,
         )
 
     async def _create(
         self,
         chat: ChatModel,
-        prior: Prior,
+        prior: WorkingMemory,
         batch: Sequence[Mapping[str, object]],
         generator: GeneratorName,
     ) -> Generated:
@@ -213,18 +205,18 @@ class WorkingMemoryGenerator:
         document = parse(markdown) if markdown else None
         if document is None or not document.found:
             offline = self._offline(prior, batch, "offline_fallback", "creation output unusable")
-            return Generated(
-                offline.result,
-                offline.generator,
-                offline.note,
-                outcome.model,
-                PROMPT_VERSION,
-                outcome.usage,
+            return replace(
+                offline, model=outcome.model, prompt_version=PROMPT_VERSION, usage=outcome.usage
             )
         base = prior.sections if prior.legacy_text is None else empty_sections()
-        result = merge(base, creation_ops(document), config=self.config)
-        note = "upgraded from legacy overview" if prior.legacy_text is not None else None
-        return Generated(result, generator, note, outcome.model, PROMPT_VERSION, outcome.usage)
+        return Generated(
+            result=merge(base, creation_ops(document), config=self.config),
+            generator=generator,
+            note="upgraded from legacy overview" if prior.legacy_text is not None else None,
+            model=outcome.model,
+            prompt_version=PROMPT_VERSION,
+            usage=outcome.usage,
+        )
 
 
 _SEVERITY: tuple[GeneratorName, ...] = (
@@ -242,11 +234,10 @@ def _worst(generators: set[GeneratorName]) -> GeneratorName:
 
 
 def _created_markdown(arguments: str | None, text: str | None) -> str | None:
+    """The document of a creation call: its tool arguments, recovered like update arguments
+    are (parse, then repair), or else the plain text the model answered with."""
     if arguments is not None:
-        try:
-            value = json.loads(arguments)
-        except ValueError:
-            value = None
-        if isinstance(value, dict) and isinstance(value.get(CREATE_FIELD), str):
-            return str(value[CREATE_FIELD])
+        document = recover_document(arguments)
+        if document is not None:
+            return document
     return text if text and text.strip() else None

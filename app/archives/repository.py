@@ -1,8 +1,9 @@
 """SQL for archives and section versions, scoped to one tenant; plus the workers' claim.
 
-``claim_next`` is the one privileged statement here: it runs in a system transaction because a
-worker serves every tenant; everything after a claim runs under the claimed archive's tenant.
-Flushes, never commits.
+``claim_next`` and ``requeue_failed`` are the privileged statements here: they run in a system
+transaction because a worker (or an operator) serves every tenant; everything after a claim runs
+under the claimed archive's tenant. Reads of a user-bound credential only see archives of that
+user's agent sessions. Flushes, never commits.
 """
 
 from __future__ import annotations
@@ -12,14 +13,20 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import func, insert, select, text, update
+from sqlalchemy import and_, case, exists, func, insert, select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import load_only
 
-from app.models import Archive, Message, WmSectionVersion
+from app.archives.working_memory import RecordedDecision, WorkingMemory
+from app.models import AgentSession, Archive, ArchiveStatus, Message, WmSectionVersion
+from app.tenancy.principal import Scope
+from app.wm.sections import Section, empty_sections
 
 
 @dataclass(frozen=True, slots=True)
 class SplitRow:
+    """What the split of a commit needs of one message (no message bodies are read)."""
+
     seq: int
     role: str
     has_tool_calls: bool
@@ -104,9 +111,9 @@ async def requeue_failed(
     """The operator's re-queue of failed archives (a system transaction, across tenants)."""
     statement = (
         update(Archive)
-        .where(Archive.status == "failed")
+        .where(Archive.status == ArchiveStatus.FAILED)
         .values(
-            status="pending",
+            status=ArchiveStatus.PENDING,
             attempt=0,
             available_at=func.now(),
             lease_until=None,
@@ -129,13 +136,48 @@ async def requeue_failed(
     ]
 
 
+INDEX_COLUMNS = (
+    Archive.archive_seq,
+    Archive.start_seq,
+    Archive.end_seq,
+    Archive.status,
+    Archive.abstract,
+    Archive.keep_recent_count,
+    Archive.tail_start_seq,
+    Archive.tail_end_seq,
+    Archive.tail_message_count,
+    Archive.tail_tokens,
+)
+"""What a context's archive index and preserved tail read: never the overview Markdown."""
+
+_DECISION_COLUMNS = (
+    WmSectionVersion.op_requested,
+    WmSectionVersion.op_applied,
+    WmSectionVersion.guard,
+    WmSectionVersion.reason,
+    WmSectionVersion.details,
+)
+
+
 class ArchiveRepository:
-    def __init__(self, db: AsyncSession, tenant_id: uuid.UUID) -> None:
+    def __init__(self, db: AsyncSession, scope: Scope) -> None:
         self.db = db
-        self.tenant_id = tenant_id
+        self.scope = scope
 
     def _of(self, agent_session_id: uuid.UUID) -> list[Any]:
-        return [Archive.tenant_id == self.tenant_id, Archive.agent_session_id == agent_session_id]
+        conditions: list[Any] = [
+            Archive.tenant_id == self.scope.tenant_id,
+            Archive.agent_session_id == agent_session_id,
+        ]
+        if self.scope.user_id is not None:
+            conditions.append(
+                exists().where(
+                    AgentSession.tenant_id == Archive.tenant_id,
+                    AgentSession.agent_session_id == Archive.agent_session_id,
+                    AgentSession.user_id == self.scope.user_id,
+                )
+            )
+        return conditions
 
     async def split_rows(
         self, agent_session_id: uuid.UUID, *, after_seq: int, upto_seq: int, limit: int
@@ -150,7 +192,7 @@ class ArchiveRepository:
                 Message.turn,
             )
             .where(
-                Message.tenant_id == self.tenant_id,
+                Message.tenant_id == self.scope.tenant_id,
                 Message.agent_session_id == agent_session_id,
                 Message.seq > after_seq,
                 Message.seq <= upto_seq,
@@ -163,7 +205,7 @@ class ArchiveRepository:
     async def turn_of(self, agent_session_id: uuid.UUID, seq: int) -> int | None:
         return await self.db.scalar(
             select(Message.turn).where(
-                Message.tenant_id == self.tenant_id,
+                Message.tenant_id == self.scope.tenant_id,
                 Message.agent_session_id == agent_session_id,
                 Message.seq == seq,
             )
@@ -171,7 +213,7 @@ class ArchiveRepository:
 
     async def insert(self, values: dict[str, Any]) -> Archive:
         result = await self.db.execute(
-            insert(Archive).values(tenant_id=self.tenant_id, **values).returning(Archive)
+            insert(Archive).values(tenant_id=self.scope.tenant_id, **values).returning(Archive)
         )
         return result.scalar_one()
 
@@ -183,7 +225,7 @@ class ArchiveRepository:
         )
         if lock:
             statement = statement.with_for_update()
-        return await self.db.scalar(statement.execution_options(populate_existing=True))
+        return await self.db.scalar(statement)
 
     async def page(
         self, agent_session_id: uuid.UUID, *, before_seq: int | None, limit: int
@@ -194,13 +236,132 @@ class ArchiveRepository:
         statement = statement.order_by(Archive.archive_seq.desc()).limit(limit)
         return (await self.db.scalars(statement)).all()
 
-    async def newest_done(
-        self, agent_session_id: uuid.UUID, *, before_seq: int | None = None
-    ) -> Archive | None:
-        statement = select(Archive).where(*self._of(agent_session_id), Archive.status == "done")
+    async def index(self, agent_session_id: uuid.UUID, *, limit: int) -> Sequence[Archive]:
+        """The newest archives, newest first, with only ``INDEX_COLUMNS`` loaded."""
+        statement = (
+            select(Archive)
+            .options(load_only(*INDEX_COLUMNS, raiseload=True))
+            .where(*self._of(agent_session_id))
+            .order_by(Archive.archive_seq.desc())
+            .limit(limit)
+        )
+        return (await self.db.scalars(statement)).all()
+
+    async def working_memory(
+        self,
+        agent_session_id: uuid.UUID,
+        *,
+        before_seq: int | None = None,
+        archive_seq: int | None = None,
+        with_decisions: bool = False,
+    ) -> WorkingMemory | None:
+        """The working memory of the newest done archive (before ``before_seq``), or of done
+        archive ``archive_seq``; ``None`` when there is none. One statement: the archive row
+        by index, then its seven section rows by primary key."""
+        newest = select(
+            Archive.tenant_id,
+            Archive.agent_session_id,
+            Archive.archive_seq,
+            Archive.end_seq,
+            Archive.generator,
+            Archive.wm_tokens,
+            func.coalesce(
+                Archive.legacy_overview, case((Archive.is_legacy, Archive.overview))
+            ).label("legacy_text"),
+        ).where(*self._of(agent_session_id), Archive.status == ArchiveStatus.DONE)
         if before_seq is not None:
-            statement = statement.where(Archive.archive_seq < before_seq)
-        return await self.db.scalar(statement.order_by(Archive.archive_seq.desc()).limit(1))
+            newest = newest.where(Archive.archive_seq < before_seq)
+        if archive_seq is not None:
+            newest = newest.where(Archive.archive_seq == archive_seq)
+        chosen = newest.order_by(Archive.archive_seq.desc()).limit(1).subquery()
+        columns: list[Any] = [
+            chosen.c.archive_seq,
+            chosen.c.end_seq,
+            chosen.c.generator,
+            chosen.c.wm_tokens,
+            chosen.c.legacy_text,
+            WmSectionVersion.section,
+            WmSectionVersion.content,
+            WmSectionVersion.token_count,
+        ]
+        if with_decisions:
+            columns += _DECISION_COLUMNS
+        statement = (
+            select(*columns)
+            .select_from(chosen)
+            .outerjoin(
+                WmSectionVersion,
+                and_(
+                    WmSectionVersion.tenant_id == chosen.c.tenant_id,
+                    WmSectionVersion.agent_session_id == chosen.c.agent_session_id,
+                    WmSectionVersion.archive_seq == chosen.c.archive_seq,
+                ),
+            )
+            .order_by(WmSectionVersion.position)
+        )
+        rows = (await self.db.execute(statement)).all()
+        if not rows:
+            return None
+        first = rows[0]
+        if first.section is None:
+            # No section rows: a free-text overview, imported or migrated, not upgraded yet.
+            return WorkingMemory(
+                archive_seq=first.archive_seq,
+                covered_end_seq=first.end_seq,
+                sections=empty_sections(),
+                legacy_text=first.legacy_text or "",
+                generator=first.generator,
+                tokens=first.wm_tokens or 0,
+            )
+        sections = empty_sections()
+        decisions: list[RecordedDecision] = []
+        for row in rows:
+            section = Section(row.section)
+            sections[section] = row.content
+            if with_decisions:
+                decisions.append(
+                    RecordedDecision(
+                        section=section,
+                        requested=row.op_requested,
+                        applied=row.op_applied,
+                        guard=row.guard,
+                        reason=row.reason,
+                        details=row.details,
+                    )
+                )
+        return WorkingMemory(
+            archive_seq=first.archive_seq,
+            covered_end_seq=first.end_seq,
+            sections=sections,
+            generator=first.generator,
+            tokens=sum(row.token_count for row in rows),
+            decisions=tuple(decisions),
+        )
+
+    async def decisions(
+        self, agent_session_id: uuid.UUID, archive_seq: int
+    ) -> list[RecordedDecision]:
+        """The seven decisions recorded with an archive's section versions (none until done)."""
+        rows = await self.db.execute(
+            select(WmSectionVersion.section, *_DECISION_COLUMNS)
+            .where(
+                WmSectionVersion.tenant_id == self.scope.tenant_id,
+                WmSectionVersion.agent_session_id == agent_session_id,
+                WmSectionVersion.archive_seq == archive_seq,
+            )
+            .order_by(WmSectionVersion.position)
+        )
+        return [
+            RecordedDecision(
+                Section(row.section),
+                row.op_requested,
+                row.op_applied,
+                row.guard,
+                row.reason,
+                row.details,
+            )
+            for row in rows.all()
+        ]
 
     async def failed_between(
         self, agent_session_id: uuid.UUID, *, after_seq: int, before_seq: int
@@ -212,24 +373,9 @@ class ArchiveRepository:
                     *self._of(agent_session_id),
                     Archive.archive_seq > after_seq,
                     Archive.archive_seq < before_seq,
-                    Archive.status == "failed",
+                    Archive.status == ArchiveStatus.FAILED,
                 )
                 .order_by(Archive.archive_seq)
-            )
-        ).all()
-
-    async def sections(
-        self, agent_session_id: uuid.UUID, archive_seq: int
-    ) -> Sequence[WmSectionVersion]:
-        return (
-            await self.db.scalars(
-                select(WmSectionVersion)
-                .where(
-                    WmSectionVersion.tenant_id == self.tenant_id,
-                    WmSectionVersion.agent_session_id == agent_session_id,
-                    WmSectionVersion.archive_seq == archive_seq,
-                )
-                .order_by(WmSectionVersion.position)
             )
         ).all()
 
@@ -237,17 +383,18 @@ class ArchiveRepository:
         self,
         agent_session_id: uuid.UUID,
         *,
-        section: str | None,
-        after_archive_seq: int,
+        section: Section | None,
+        after: tuple[int, int],
         limit: int,
     ) -> Sequence[WmSectionVersion]:
+        """Section versions after ``(archive_seq, position)``, in that order."""
         statement = select(WmSectionVersion).where(
-            WmSectionVersion.tenant_id == self.tenant_id,
+            WmSectionVersion.tenant_id == self.scope.tenant_id,
             WmSectionVersion.agent_session_id == agent_session_id,
-            WmSectionVersion.archive_seq > after_archive_seq,
+            func.row(WmSectionVersion.archive_seq, WmSectionVersion.position) > func.row(*after),
         )
         if section is not None:
-            statement = statement.where(WmSectionVersion.section == section)
+            statement = statement.where(WmSectionVersion.section == section.value)
         statement = statement.order_by(
             WmSectionVersion.archive_seq, WmSectionVersion.position
         ).limit(limit)
@@ -255,14 +402,15 @@ class ArchiveRepository:
 
     async def messages(
         self, agent_session_id: uuid.UUID, ranges: Sequence[tuple[int, int]]
-    ) -> Sequence[Message]:
-        rows: list[Message] = []
+    ) -> list[dict[str, Any]]:
+        """The OpenAI-format messages of the seq ranges, in order."""
+        rows: list[dict[str, Any]] = []
         for start_seq, end_seq in ranges:
             rows += (
                 await self.db.scalars(
-                    select(Message)
+                    select(Message.message)
                     .where(
-                        Message.tenant_id == self.tenant_id,
+                        Message.tenant_id == self.scope.tenant_id,
                         Message.agent_session_id == agent_session_id,
                         Message.seq >= start_seq,
                         Message.seq <= end_seq,
@@ -274,7 +422,7 @@ class ArchiveRepository:
 
     async def insert_sections(self, rows: Sequence[dict[str, Any]]) -> None:
         await self.db.execute(
-            insert(WmSectionVersion), [{"tenant_id": self.tenant_id, **row} for row in rows]
+            insert(WmSectionVersion), [{"tenant_id": self.scope.tenant_id, **row} for row in rows]
         )
 
     async def set_fields(
@@ -282,7 +430,11 @@ class ArchiveRepository:
     ) -> None:
         await self.db.execute(
             update(Archive)
-            .where(*self._of(agent_session_id), Archive.archive_seq == archive_seq)
+            .where(
+                Archive.tenant_id == self.scope.tenant_id,
+                Archive.agent_session_id == agent_session_id,
+                Archive.archive_seq == archive_seq,
+            )
             .values(**values)
         )
 
@@ -292,7 +444,7 @@ class ArchiveRepository:
         await self.set_fields(
             agent_session_id,
             archive_seq,
-            status="pending",
+            status=ArchiveStatus.PENDING,
             lease_until=None,
             available_at=func.now() + func.make_interval(0, 0, 0, 0, 0, 0, delay_s),
             **values,

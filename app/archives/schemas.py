@@ -1,4 +1,8 @@
-"""Request and response bodies for commits, archives and working memory."""
+"""Request and response bodies for commits, archives and working memory.
+
+Each ``…Read`` is built from the ORM row or the domain value a service returned (``from_row``,
+``from_value``); services never build them.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +11,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from app.archives.service import ExpandedArchive, HistoryPage
+from app.archives.working_memory import RecordedDecision, WorkingMemory
+from app.models import Archive, ArchiveStatus, WmSectionVersion
 from app.sessions.schemas import MessageRead
 
 
@@ -25,12 +32,23 @@ class DecisionRead(BaseModel):
     reason: str
     details: dict[str, Any]
 
+    @classmethod
+    def from_recorded(cls, decision: RecordedDecision) -> DecisionRead:
+        return cls(
+            section=decision.section.value,
+            requested=decision.requested,
+            applied=decision.applied,
+            guard=decision.guard,
+            reason=decision.reason,
+            details=dict(decision.details),
+        )
+
 
 class ArchiveRead(BaseModel):
     archive_seq: int
     start_seq: int
     end_seq: int
-    status: Literal["pending", "running", "done", "failed"]
+    status: ArchiveStatus
     attempt: int
     keep_recent_count: int | None
     first_turn: int | None
@@ -55,6 +73,10 @@ class ArchiveRead(BaseModel):
     created_at: datetime
     finished_at: datetime | None
 
+    @classmethod
+    def from_row(cls, row: Archive) -> ArchiveRead:
+        return cls.model_validate(row, from_attributes=True)
+
 
 class ArchivePage(BaseModel):
     items: list[ArchiveRead]
@@ -72,6 +94,25 @@ class WorkingMemoryRead(BaseModel):
     tokens: int
     is_legacy: bool = False
 
+    @classmethod
+    def from_value(cls, working_memory: WorkingMemory) -> WorkingMemoryRead:
+        sections = (
+            {}
+            if working_memory.is_legacy
+            else {section.value: body for section, body in working_memory.sections.items()}
+        )
+        return cls(
+            archive_seq=working_memory.archive_seq,
+            covered_start_seq=working_memory.covered_start_seq,
+            covered_end_seq=working_memory.covered_end_seq,
+            markdown=working_memory.markdown,
+            sections=sections,
+            decisions=[DecisionRead.from_recorded(d) for d in working_memory.decisions],
+            generator=working_memory.generator,
+            tokens=working_memory.tokens,
+            is_legacy=working_memory.is_legacy,
+        )
+
 
 class ArchiveExpanded(ArchiveRead):
     overview: str | None
@@ -79,6 +120,21 @@ class ArchiveExpanded(ArchiveRead):
     decisions: list[DecisionRead]
     messages: list[MessageRead]
     next_after_seq: int | None
+
+    @classmethod
+    def from_expanded(cls, expanded: ExpandedArchive) -> ArchiveExpanded:
+        archive = expanded.archive
+        return cls(
+            **ArchiveRead.from_row(archive).model_dump(),
+            overview=archive.overview,
+            legacy_overview=archive.legacy_overview,
+            decisions=[DecisionRead.from_recorded(d) for d in expanded.decisions],
+            messages=[
+                MessageRead.from_stored(m, archived_upto_seq=archive.end_seq)
+                for m in expanded.messages
+            ],
+            next_after_seq=expanded.next_after_seq,
+        )
 
 
 class CommitRead(BaseModel):
@@ -108,7 +164,25 @@ class SectionVersionRead(BaseModel):
     prompt_version: str | None
     created_at: datetime
 
+    @classmethod
+    def from_row(cls, row: WmSectionVersion) -> SectionVersionRead:
+        return cls.model_validate(row, from_attributes=True)
+
 
 class SectionHistoryPage(BaseModel):
     items: list[SectionVersionRead]
-    next_after_archive_seq: int | None
+    next_after_archive_seq: int | None = Field(
+        description="with next_after_position, where the next page starts; null at the end"
+    )
+    next_after_position: int | None = Field(
+        description="pass as after_position (with after_archive_seq) to read the next page"
+    )
+
+    @classmethod
+    def from_page(cls, page: HistoryPage) -> SectionHistoryPage:
+        after = page.next_after
+        return cls(
+            items=[SectionVersionRead.from_row(row) for row in page.items],
+            next_after_archive_seq=None if after is None else after[0],
+            next_after_position=None if after is None else after[1],
+        )

@@ -2,34 +2,27 @@
 
 Phase 1 is O(tail) and independent of history length: it locks the agent-session row, finds a
 split point that does not cut a tool group, inserts the archive row (a seq range, no message is
-copied or moved) and updates the counters. Phase 2 lives in ``worker``.
+copied or moved) and updates the counters. Phase 2 is ``jobs`` (what a worker reads and writes)
+and ``worker`` (the loop). Returns ORM rows and domain values; endpoints shape the answers.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
-from sqlalchemy import func
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.archives.generation import Generated, Prior
-from app.archives.repository import ArchiveRepository, Claim, SplitRow
-from app.archives.schemas import (
-    ArchiveRead,
-    DecisionRead,
-    SectionVersionRead,
-    WorkingMemoryRead,
-)
+from app.archives.repository import ArchiveRepository, SplitRow
+from app.archives.working_memory import RecordedDecision, WorkingMemory
 from app.errors import Conflict, NotFound
-from app.models import AgentSession, Archive, WmSectionVersion
+from app.models import AgentSession, Archive, ArchiveStatus, WmSectionVersion
+from app.sessions.records import StoredMessage
 from app.sessions.service import AgentSessionService
 from app.tenancy.principal import Principal
-from app.wm.sections import SECTIONS, Section, empty_sections
+from app.wm.sections import Section
 
 SkipReason = Literal["no_messages", "all_within_keep_window"]
 
@@ -52,19 +45,26 @@ def is_valid_split(end_seq: int, rows: dict[int, SplitRow], last_seq: int) -> bo
     return not (current.role == "assistant" and current.has_tool_calls)
 
 
-def archive_read(row: Archive) -> ArchiveRead:
-    return ArchiveRead.model_validate(row, from_attributes=True)
+@dataclass(frozen=True, slots=True)
+class ExpandedArchive:
+    """An archive with a page of its raw messages and the decisions recorded with it."""
+
+    archive: Archive
+    messages: list[StoredMessage]
+    decisions: list[RecordedDecision]
+
+    @property
+    def next_after_seq(self) -> int | None:
+        last = self.messages[-1].seq if self.messages else None
+        return last if last is not None and last < self.archive.end_seq else None
 
 
-def decision_read(row: WmSectionVersion) -> DecisionRead:
-    return DecisionRead(
-        section=row.section,
-        requested=row.op_requested,
-        applied=row.op_applied,
-        guard=row.guard,
-        reason=row.reason,
-        details=row.details,
-    )
+@dataclass(frozen=True, slots=True)
+class HistoryPage:
+    """Section versions in ``(archive_seq, position)`` order; ``next_after`` continues it."""
+
+    items: Sequence[WmSectionVersion]
+    next_after: tuple[int, int] | None
 
 
 class ArchiveService:
@@ -72,7 +72,7 @@ class ArchiveService:
         self.db = db
         self.principal = principal
         self.agent_sessions = AgentSessionService(db, principal)
-        self.archives = ArchiveRepository(db, principal.tenant_id)
+        self.archives = ArchiveRepository(db, principal.scope)
 
     async def commit(self, agent_session_id: uuid.UUID, keep: int | None) -> CommitOutcome:
         # The row lock serialises commits (and appends) of one agent session.
@@ -87,17 +87,21 @@ class ArchiveService:
             return CommitOutcome(agent_session, None, reason, 0, live)
 
         end_seq, rows = await self._split(agent_session_id, last_seq, archived, last_seq - keep)
-        if end_seq <= archived:
-            await self.agent_sessions.record_skipped_commit(agent_session, keep)
-            return CommitOutcome(agent_session, None, "all_within_keep_window", 0, live)
-
         tail = [row for seq, row in rows.items() if seq > end_seq]
-        tail_tokens = sum(row.token_count for row in tail)
-        live_tokens = agent_session.total_tokens - agent_session.archived_tokens
-        archived_tokens = live_tokens - tail_tokens
         # When a tool group made the tail longer than asked, its head is already outside the
         # keep window: it is pending at once, which keeps the O(1) counter exact (DESIGN 5).
         pending = sum(row.token_count for row in tail if row.seq <= last_seq - keep)
+        if end_seq <= archived:
+            # The group reaches back to the start of the live messages: nothing can be archived,
+            # yet its head is outside the window and counts as pending like any other.
+            await self.agent_sessions.record_skipped_commit(
+                agent_session, keep, pending_tokens=pending
+            )
+            return CommitOutcome(agent_session, None, "all_within_keep_window", pending, live)
+
+        tail_tokens = sum(row.token_count for row in tail)
+        live_tokens = agent_session.total_tokens - agent_session.archived_tokens
+        archived_tokens = live_tokens - tail_tokens
         first_turn = await self.archives.turn_of(agent_session_id, archived + 1)
         archive = await self.archives.insert(
             {
@@ -105,7 +109,7 @@ class ArchiveService:
                 "archive_seq": agent_session.archive_count + 1,
                 "start_seq": archived + 1,
                 "end_seq": end_seq,
-                "status": "pending",
+                "status": ArchiveStatus.PENDING,
                 "keep_recent_count": keep,
                 "first_turn": first_turn,
                 "last_turn": rows[end_seq].turn,
@@ -150,81 +154,84 @@ class ArchiveService:
                 return end_seq, rows
             end_seq -= 1
 
-    async def get(self, agent_session_id: uuid.UUID, archive_seq: int) -> Archive:
+    async def _require_agent_session(self, agent_session_id: uuid.UUID) -> None:
+        """404 for an agent session the credential cannot see; read only when a query that
+        would have proved it visible came back empty, so the common path costs nothing."""
         await self.agent_sessions.get(agent_session_id)
+
+    async def get(self, agent_session_id: uuid.UUID, archive_seq: int) -> Archive:
         row = await self.archives.get(agent_session_id, archive_seq)
         if row is None:
+            await self._require_agent_session(agent_session_id)
             raise NotFound(f"archive {archive_seq} of agent session {agent_session_id} not found")
         return row
+
+    async def expand(
+        self, agent_session_id: uuid.UUID, archive_seq: int, *, after_seq: int, limit: int
+    ) -> ExpandedArchive:
+        archive = await self.get(agent_session_id, archive_seq)
+        messages = await self.agent_sessions.messages_between(
+            agent_session_id,
+            after_seq=max(archive.start_seq - 1, after_seq),
+            upto_seq=archive.end_seq,
+            limit=limit,
+        )
+        decisions = await self.archives.decisions(agent_session_id, archive_seq)
+        return ExpandedArchive(archive, messages, decisions)
 
     async def page(
         self, agent_session_id: uuid.UUID, *, before_seq: int | None, limit: int
     ) -> tuple[Sequence[Archive], int | None]:
-        await self.agent_sessions.get(agent_session_id)
         rows = await self.archives.page(agent_session_id, before_seq=before_seq, limit=limit)
+        if not rows:
+            await self._require_agent_session(agent_session_id)
         next_before = (
             rows[-1].archive_seq if len(rows) == limit and rows[-1].archive_seq > 1 else None
         )
         return rows, next_before
 
-    async def decisions(self, archive: Archive) -> list[DecisionRead]:
-        rows = await self.archives.sections(archive.agent_session_id, archive.archive_seq)
-        return [decision_read(row) for row in rows]
+    async def index(self, agent_session_id: uuid.UUID, *, limit: int) -> Sequence[Archive]:
+        """The newest archives for a context's index (only the columns it shows are loaded);
+        the caller has already seen the agent session."""
+        return await self.archives.index(agent_session_id, limit=limit)
 
     async def working_memory(
-        self, agent_session_id: uuid.UUID, *, before_seq: int | None = None
-    ) -> WorkingMemoryRead | None:
-        """The WM of the newest done archive (reads its seven rows by primary key)."""
-        await self.agent_sessions.get(agent_session_id)
-        archive = await self.archives.newest_done(agent_session_id, before_seq=before_seq)
-        if archive is None:
-            return None
-        return await self.working_memory_of(archive)
-
-    async def working_memory_of(self, archive: Archive) -> WorkingMemoryRead:
-        rows = await self.archives.sections(archive.agent_session_id, archive.archive_seq)
-        if not rows:
-            return WorkingMemoryRead(
-                archive_seq=archive.archive_seq,
-                covered_start_seq=1,
-                covered_end_seq=archive.end_seq,
-                markdown=archive.legacy_overview or archive.overview or "",
-                sections={},
-                decisions=[],
-                generator=archive.generator,
-                tokens=archive.wm_tokens or 0,
-                is_legacy=True,
-            )
-        return WorkingMemoryRead(
-            archive_seq=archive.archive_seq,
-            covered_start_seq=1,
-            covered_end_seq=archive.end_seq,
-            markdown=archive.overview or "",
-            sections={row.section: row.content for row in rows},
-            decisions=[decision_read(row) for row in rows],
-            generator=archive.generator,
-            tokens=sum(row.token_count for row in rows),
+        self,
+        agent_session_id: uuid.UUID,
+        *,
+        archive_seq: int | None = None,
+        with_decisions: bool = False,
+        visible: bool = False,
+    ) -> WorkingMemory | None:
+        """The WM of the newest done archive (or of done archive ``archive_seq``); ``None`` when
+        there is none. ``visible``: the caller has already seen the agent session (else a
+        missing WM is checked for a missing agent session, which is 404)."""
+        found = await self.archives.working_memory(
+            agent_session_id, archive_seq=archive_seq, with_decisions=with_decisions
         )
+        if found is None and not visible:
+            await self._require_agent_session(agent_session_id)
+        return found
 
     async def history(
         self,
         agent_session_id: uuid.UUID,
         *,
-        section: str | None,
-        after_archive_seq: int,
+        section: Section | None,
+        after: tuple[int, int],
         limit: int,
-    ) -> tuple[list[SectionVersionRead], int | None]:
-        await self.agent_sessions.get(agent_session_id)
+    ) -> HistoryPage:
         rows = await self.archives.history(
-            agent_session_id, section=section, after_archive_seq=after_archive_seq, limit=limit
+            agent_session_id, section=section, after=after, limit=limit
         )
-        items = [SectionVersionRead.model_validate(row, from_attributes=True) for row in rows]
-        next_after = items[-1].archive_seq if len(items) == limit else None
-        return items, next_after
+        if not rows:
+            await self._require_agent_session(agent_session_id)
+        last = rows[-1] if len(rows) == limit else None
+        return HistoryPage(rows, None if last is None else (last.archive_seq, last.position))
 
     async def retry(self, agent_session_id: uuid.UUID, archive_seq: int) -> Archive:
         archive = await self.get(agent_session_id, archive_seq)
-        if archive.status != "failed":
+        if archive.status != ArchiveStatus.FAILED:
             raise Conflict(f"archive {archive_seq} is {archive.status}; only failed ones retry")
         await self.archives.reschedule(
             agent_session_id,
@@ -236,166 +243,3 @@ class ArchiveService:
             finished_at=None,
         )
         return await self.get(agent_session_id, archive_seq)
-
-
-class LeaseLost(Exception):
-    """The archive is no longer ours (its lease expired and another worker claimed it)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Work:
-    archive: Archive
-    prior: Prior
-    messages: list[dict[str, object]]
-    covers_failed_archives: list[int]
-
-
-def abstract_of(sections: Mapping[Section, str], limit: int = 200) -> str:
-    """One line for archive listings: the title, then the start of Current State."""
-    title = sections.get(Section.SESSION_TITLE, "").strip().splitlines()
-    state = " ".join(sections.get(Section.CURRENT_STATE, "").split())
-    line = " — ".join(part for part in (title[0] if title else "", state) if part)
-    return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"
-
-
-def _json_safe(value: object) -> Any:
-    return json.loads(json.dumps(value, default=str, ensure_ascii=False))
-
-
-class ArchiveJobService:
-    """What a worker does inside its short transactions, under the claimed archive's tenant."""
-
-    def __init__(self, db: AsyncSession, tenant_id: uuid.UUID) -> None:
-        self.db = db
-        self.archives = ArchiveRepository(db, tenant_id)
-
-    async def _owned(self, claim: Claim, *, lock: bool) -> Archive:
-        archive = await self.archives.get(claim.agent_session_id, claim.archive_seq, lock=lock)
-        if archive is None or archive.status != "running" or archive.attempt != claim.attempt:
-            raise LeaseLost(f"archive {claim.archive_seq} is not held by this attempt")
-        return archive
-
-    async def status(self, agent_session_id: uuid.UUID, archive_seq: int) -> str:
-        archive = await self.archives.get(agent_session_id, archive_seq)
-        if archive is None:
-            raise NotFound(f"archive {archive_seq} not found")
-        return archive.status
-
-    async def load(self, claim: Claim, *, max_input_tokens: int) -> Work:
-        archive = await self._owned(claim, lock=False)
-        agent_session_id = claim.agent_session_id
-        prior_archive = await self.archives.newest_done(
-            agent_session_id, before_seq=claim.archive_seq
-        )
-        prior = Prior(sections=empty_sections())
-        if prior_archive is not None:
-            rows = await self.archives.sections(agent_session_id, prior_archive.archive_seq)
-            if rows:
-                prior = Prior(sections={Section(row.section): row.content for row in rows})
-            else:
-                legacy = prior_archive.legacy_overview or prior_archive.overview or ""
-                prior = Prior(sections=empty_sections(), legacy_text=legacy)
-        failed = await self.archives.failed_between(
-            agent_session_id,
-            after_seq=0 if prior_archive is None else prior_archive.archive_seq,
-            before_seq=claim.archive_seq,
-        )
-        failed_rows = await self.archives.messages(
-            agent_session_id, [(row.start_seq, row.end_seq) for row in failed]
-        )
-        # A failed archive's messages ride along with the next update, newest first within the
-        # input budget, so a failure never leaves a hole in the working memory (DESIGN 6.2).
-        budget = max_input_tokens
-        kept: list[dict[str, object]] = []
-        for row in reversed(failed_rows):
-            if row.token_count > budget:
-                break
-            budget -= row.token_count
-            kept.append(row.message)
-        kept.reverse()
-        own = await self.archives.messages(agent_session_id, [(archive.start_seq, archive.end_seq)])
-        return Work(
-            archive=archive,
-            prior=prior,
-            messages=kept + [row.message for row in own],
-            covers_failed_archives=[row.archive_seq for row in failed],
-        )
-
-    async def finish(self, claim: Claim, work: Work, generated: Generated) -> None:
-        await self._owned(claim, lock=True)
-        result = generated.result
-        rows = []
-        for position, section in enumerate(SECTIONS, start=1):
-            content = result.sections[section]
-            decision = result.decision(section)
-            rows.append(
-                {
-                    "agent_session_id": claim.agent_session_id,
-                    "archive_seq": claim.archive_seq,
-                    "section": section.value,
-                    "position": position,
-                    "content": content,
-                    "content_sha256": hashlib.sha256(content.encode()).hexdigest(),
-                    "token_count": result.token_counts[section],
-                    "item_count": result.item_counts[section],
-                    "op_requested": None
-                    if decision.requested is None
-                    else decision.requested.value,
-                    "op_applied": decision.applied.value,
-                    "guard": None if decision.guard is None else decision.guard.value,
-                    "reason": decision.reason.value,
-                    "details": _json_safe(dict(decision.details)),
-                    "generator": generated.generator,
-                    "model": generated.model,
-                    "prompt_version": generated.prompt_version,
-                }
-            )
-        await self.archives.insert_sections(rows)
-        usage = generated.usage
-        await self.archives.set_fields(
-            claim.agent_session_id,
-            claim.archive_seq,
-            status="done",
-            overview=result.markdown,
-            abstract=abstract_of(result.sections),
-            generator=generated.generator,
-            generator_note=generated.note,
-            model=generated.model,
-            prompt_version=generated.prompt_version,
-            usage={
-                "prompt_tokens": usage.prompt_tokens,
-                "completion_tokens": usage.completion_tokens,
-                "calls": usage.calls,
-                "batches": generated.batches,
-                "memories": 0,
-            },
-            covers_failed_archives=work.covers_failed_archives,
-            upgraded_from_legacy=generated.upgraded_from_legacy,
-            wm_tokens=result.total_tokens,
-            lease_until=None,
-            last_error=None,
-            error_stage=None,
-            finished_at=func.now(),
-        )
-
-    async def reschedule(self, claim: Claim, *, delay_s: float, stage: str, message: str) -> None:
-        await self._owned(claim, lock=True)
-        await self.archives.reschedule(
-            claim.agent_session_id,
-            claim.archive_seq,
-            delay_s=delay_s,
-            last_error=message[:2000],
-            error_stage=stage,
-        )
-
-    async def fail(self, claim: Claim, *, stage: str, message: str) -> None:
-        await self._owned(claim, lock=True)
-        await self.archives.set_fields(
-            claim.agent_session_id,
-            claim.archive_seq,
-            status="failed",
-            lease_until=None,
-            last_error=message[:2000],
-            error_stage=stage,
-            finished_at=func.now(),
-        )

@@ -20,11 +20,12 @@ from sqlalchemy import exc as sa_exc
 
 from app.archives import repository
 from app.archives.generation import WorkingMemoryGenerator
+from app.archives.jobs import ArchiveJobService, LeaseLost
 from app.archives.repository import Claim
-from app.archives.service import ArchiveJobService, LeaseLost
 from app.db import Database
 from app.errors import Unavailable
 from app.llm.ports import PermanentModelError, TransientModelError
+from app.models import ArchiveStatus
 
 logger = logging.getLogger(__name__)
 
@@ -36,7 +37,6 @@ class WorkerConfig:
     poll_s: float = 1.0
     backoff_base_s: float = 2.0
     backoff_max_s: float = 300.0
-    max_input_tokens: int = 24_000
 
 
 class ArchiveWorker:
@@ -102,9 +102,7 @@ class ArchiveWorker:
         stage = "load"
         try:
             async with self.database.tenant(claim.tenant_id) as db:
-                work = await ArchiveJobService(db, claim.tenant_id).load(
-                    claim, max_input_tokens=self.config.max_input_tokens
-                )
+                work = await ArchiveJobService(db, claim.tenant_id).load(claim)
             stage = "generate"
             generated = await self.generator.generate(work.prior, work.messages)
             stage = "write"
@@ -169,9 +167,10 @@ class ArchiveWorker:
         archive_seq: int,
         *,
         timeout_s: float,
-    ) -> str:
+    ) -> ArchiveStatus:
         """Process this agent session's archives, oldest first, until ``archive_seq`` finishes
-        or ``timeout_s`` passes; returns the archive's status."""
+        or ``timeout_s`` passes; returns the archive's status (``running`` when the wait ended
+        first: the work goes on)."""
         deadline = time.monotonic() + timeout_s
         delay = 0.02
         while True:
@@ -180,7 +179,7 @@ class ArchiveWorker:
                     agent_session_id, archive_seq
                 )
             remaining = deadline - time.monotonic()
-            if status in ("done", "failed") or remaining <= 0:
+            if status.is_finished or remaining <= 0:
                 return status
             # The job runs as its own task: when the wait times out, the work goes on.
             task = asyncio.create_task(
@@ -191,7 +190,7 @@ class ArchiveWorker:
             try:
                 claimed = await asyncio.wait_for(asyncio.shield(task), timeout=remaining)
             except TimeoutError:
-                return "running"
+                return ArchiveStatus.RUNNING
             if claimed is None:
                 # Another worker holds the lease, or the archive waits for its backoff.
                 await asyncio.sleep(min(delay, max(0.0, deadline - time.monotonic())))

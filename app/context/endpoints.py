@@ -8,11 +8,10 @@ from __future__ import annotations
 import uuid
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Depends, Query
 
-from app.archives.endpoints import worker_of
-from app.archives.service import ArchiveService
-from app.context.assembly import (
+from app.archives import flows
+from app.context.budget import (
     DEFAULT_TOKEN_BUDGET,
     MAX_TOKEN_BUDGET,
     Budget,
@@ -21,7 +20,7 @@ from app.context.assembly import (
 )
 from app.context.schemas import CompactCommit, CompactRead, ContextRead
 from app.context.service import ContextService
-from app.deps import DatabaseDep, SettingsDep
+from app.deps import DatabaseDep, SettingsDep, WorkerDep
 from app.errors import InvalidInput
 from app.tenancy.auth import Reader, Writer
 
@@ -64,37 +63,37 @@ async def get_context(
     agent_session_id: uuid.UUID, principal: Reader, database: DatabaseDep, budget: ContextBudget
 ) -> ContextRead:
     async with database.tenant(principal.tenant_id) as db:
-        return await ContextService(db, principal).assemble(agent_session_id, budget)
+        context = await ContextService(db, principal).assemble(agent_session_id, budget)
+    return ContextRead.from_assembled(context)
 
 
 @router.post("/{agent_session_id}/compact")
 async def compact(
     agent_session_id: uuid.UUID,
-    request: Request,
     principal: Writer,
     database: DatabaseDep,
     settings: SettingsDep,
+    worker: WorkerDep,
     budget: ContextBudget,
     wait_timeout_s: Annotated[float | None, Query(gt=0, le=600)] = None,
 ) -> CompactRead:
     """Commit every live message (``keep_recent_count`` 0), wait for the working memory, then
     answer with the context. A wait that times out still answers: the archive's raw messages are
     in the context until its working memory is done."""
-    async with database.tenant(principal.tenant_id) as db:
-        outcome = await ArchiveService(db, principal).commit(agent_session_id, 0)
-    if outcome.archive is None:
-        commit = CompactCommit(status="skipped", reason=outcome.skipped, archive_seq=None)
+    result = await flows.commit(
+        database,
+        worker,
+        principal,
+        agent_session_id,
+        keep=0,
+        wait=True,
+        timeout_s=wait_timeout_s or settings.commit_wait_timeout_s,
+        with_working_memory=False,
+    )
+    if result.archive is None:
+        commit = CompactCommit(status="skipped", reason=result.outcome.skipped, archive_seq=None)
     else:
-        worker = worker_of(request)
-        worker.wakeup.set()
-        archive_seq = outcome.archive.archive_seq
-        status = await worker.drain(
-            principal.tenant_id,
-            agent_session_id,
-            archive_seq,
-            timeout_s=wait_timeout_s or settings.commit_wait_timeout_s,
-        )
-        commit = CompactCommit.model_validate({"status": status, "archive_seq": archive_seq})
+        commit = CompactCommit(status=result.archive.status, archive_seq=result.archive.archive_seq)
     async with database.tenant(principal.tenant_id) as db:
         context = await ContextService(db, principal).assemble(agent_session_id, budget)
-    return CompactRead(**dict(context), commit=commit)
+    return CompactRead(**dict(ContextRead.from_assembled(context)), commit=commit)

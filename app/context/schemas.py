@@ -1,16 +1,32 @@
 """Response bodies of the assembled context and of compact (DESIGN 7).
 
 Field names and reason strings here are the API; they never carry internal objects or SQL rows.
+``ContextRead.from_assembled`` maps what ``ContextService`` decided to the answer.
 """
 
 from __future__ import annotations
 
 import uuid
+from bisect import bisect_left, bisect_right
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-ArchiveStatus = Literal["pending", "running", "done", "failed"]
+from app.archives.working_memory import WorkingMemory
+from app.context.service import AssembledContext
+from app.models import Archive, ArchiveStatus
+
+InContext = Literal["summary", "raw", "partial", "none"]
+
+
+def _in_context(archive: Archive, floor_seq: int, included: Sequence[int]) -> InContext:
+    if archive.end_seq <= floor_seq:
+        return "summary"
+    count = bisect_right(included, archive.end_seq) - bisect_left(included, archive.start_seq)
+    if count == 0:
+        return "none"
+    return "raw" if count == archive.end_seq - archive.start_seq + 1 else "partial"
 
 
 class ContextWorkingMemory(BaseModel):
@@ -21,6 +37,20 @@ class ContextWorkingMemory(BaseModel):
     tokens: int = Field(description="tokens of the full sections, from their stored counts")
     is_legacy: bool
     generator: str | None
+
+    @classmethod
+    def from_value(cls, working_memory: WorkingMemory) -> ContextWorkingMemory:
+        return cls(
+            archive_seq=working_memory.archive_seq,
+            covered_start_seq=working_memory.covered_start_seq,
+            covered_end_seq=working_memory.covered_end_seq,
+            sections={}
+            if working_memory.is_legacy
+            else {section.value: body for section, body in working_memory.sections.items()},
+            tokens=working_memory.tokens,
+            is_legacy=working_memory.is_legacy,
+            generator=working_memory.generator,
+        )
 
 
 class PreservedTail(BaseModel):
@@ -39,7 +69,7 @@ class ArchiveIndexEntry(BaseModel):
     end_seq: int
     status: ArchiveStatus
     abstract: str | None
-    in_context: Literal["summary", "raw", "partial", "none"] = Field(
+    in_context: InContext = Field(
         description="summary: covered by the summary message; raw / partial / none: how many of "
         "its messages are in 'messages' raw"
     )
@@ -110,6 +140,82 @@ class ContextRead(BaseModel):
     archive_count: int
     tokens: ContextTokens
     stats: ContextStats
+
+    @classmethod
+    def from_assembled(cls, context: AssembledContext) -> ContextRead:
+        agent_session, budget, index = context.agent_session, context.budget, context.index
+        result, window, working_memory = context.assembly, context.window, context.working_memory
+        included = result.included_seqs
+        floor_seq = window.floor_seq
+        newest = index[0] if index else None
+        tail = None
+        if newest is not None and newest.tail_start_seq is not None and newest.tail_end_seq:
+            tail = PreservedTail(
+                archive_seq=newest.archive_seq,
+                start_seq=newest.tail_start_seq,
+                end_seq=newest.tail_end_seq,
+                message_count=newest.tail_message_count,
+                tokens=newest.tail_tokens,
+                keep_recent_count=newest.keep_recent_count,
+                in_context=bisect_right(included, newest.tail_end_seq)
+                - bisect_left(included, newest.tail_start_seq),
+            )
+        summary = result.summary
+        return cls(
+            agent_session_id=agent_session.agent_session_id,
+            system_prompt_addition=result.system_prompt_addition,
+            messages=result.messages,
+            working_memory=None
+            if working_memory is None
+            else ContextWorkingMemory.from_value(working_memory),
+            preserved_tail=tail,
+            archive_index=[
+                ArchiveIndexEntry(
+                    archive_seq=archive.archive_seq,
+                    start_seq=archive.start_seq,
+                    end_seq=archive.end_seq,
+                    status=archive.status,
+                    abstract=archive.abstract,
+                    in_context=_in_context(archive, floor_seq, included),
+                )
+                for archive in index
+            ],
+            archive_count=agent_session.archive_count,
+            tokens=ContextTokens(
+                budget=budget.budget,
+                reserved=budget.reserved,
+                usable=budget.usable,
+                wm_layer=result.wm_layer,
+                system_prompt_addition=result.hint_tokens,
+                wm=result.wm_tokens,
+                messages=result.message_tokens,
+                total=result.total,
+                history_total=agent_session.total_tokens,
+                over_budget=result.over_budget,
+            ),
+            stats=ContextStats(
+                messages_unsummarised=agent_session.last_seq - floor_seq,
+                messages_included=len(included),
+                messages_omitted=sum(end - start + 1 for start, end in result.omitted),
+                omitted_ranges=[SeqRange(start_seq=s, end_seq=e) for s, e in result.omitted],
+                dropped=[
+                    DroppedMessage(seq=item.seq, reason=item.reason.value)
+                    for item in result.dropped
+                ],
+                sanitised_messages=result.sanitised,
+                newest_user_seq=result.newest_user_seq,
+                wm_cuts=[
+                    WmCutRead(
+                        kind=cut.kind.value,
+                        section=None if cut.section is None else cut.section.value,
+                        removed=cut.removed,
+                    )
+                    for cut in (summary.cuts if summary is not None else ())
+                ],
+                summary_omitted=summary is not None and summary.text is None,
+                hint_omitted=result.hint_omitted,
+            ),
+        )
 
 
 class CompactCommit(BaseModel):

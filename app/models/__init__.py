@@ -1,7 +1,15 @@
 """ORM tables, one module per aggregate. Importing this package registers every table."""
 
-from app.models.archives import Archive, WmSectionVersion
+from app.models.archives import Archive, ArchiveStatus, WmSectionVersion
 from app.models.sessions import AgentSession, Message
 from app.models.tenancy import ApiKey, Tenant
 
-__all__ = ["AgentSession", "ApiKey", "Archive", "Message", "Tenant", "WmSectionVersion"]
+__all__ = [
+    "AgentSession",
+    "ApiKey",
+    "Archive",
+    "ArchiveStatus",
+    "Message",
+    "Tenant",
+    "WmSectionVersion",
+]

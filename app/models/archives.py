@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
+from enum import StrEnum
 from typing import Any
 
 from sqlalchemy import (
@@ -29,19 +30,32 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from app.db import Base
 from app.models.types import CreatedAt
+from app.wm.sections import SECTIONS
 
-SECTION_NAMES = (
-    "Session Title",
-    "Current State",
-    "Task & Goals",
-    "Key Facts & Decisions",
-    "Files & Context",
-    "Errors & Corrections",
-    "Open Issues",
+
+class ArchiveStatus(StrEnum):
+    """An archive is also its job: pending → running → done | failed (DESIGN 6.2)."""
+
+    PENDING = "pending"
+    RUNNING = "running"
+    DONE = "done"
+    FAILED = "failed"
+
+    @property
+    def is_finished(self) -> bool:
+        return self in (ArchiveStatus.DONE, ArchiveStatus.FAILED)
+
+
+wm_section = Enum(*(section.value for section in SECTIONS), name="wm_section")
+# Stored as text with a CHECK constraint (not a Postgres enum type): adding a status later is a
+# constraint change, not an ALTER TYPE.
+archive_status = Enum(
+    ArchiveStatus,
+    native_enum=False,
+    create_constraint=False,
+    length=16,
+    values_callable=lambda statuses: [status.value for status in statuses],
 )
-wm_section = Enum(*SECTION_NAMES, name="wm_section")
-
-ARCHIVE_STATUSES = ("pending", "running", "done", "failed")
 
 
 class Archive(Base):
@@ -71,7 +85,7 @@ class Archive(Base):
     abstract: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[CreatedAt]
 
-    status: Mapped[str] = mapped_column(String(16), server_default=text("'pending'"))
+    status: Mapped[ArchiveStatus] = mapped_column(archive_status, server_default=text("'pending'"))
     attempt: Mapped[int] = mapped_column(Integer, server_default=text("0"))
     available_at: Mapped[datetime] = mapped_column(server_default=text("now()"))
     lease_until: Mapped[datetime | None]

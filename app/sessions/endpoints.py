@@ -9,21 +9,18 @@ from fastapi import APIRouter, Query, Response, status
 
 from app.config import Settings
 from app.deps import DatabaseDep, SettingsDep
-from app.models import AgentSession, Archive, Message
-from app.sessions.repository import NewMessage
 from app.sessions.schemas import (
     AgentSessionCreate,
     AgentSessionPage,
     AgentSessionRead,
     AppendResult,
-    ArchiveBrief,
     BatchAppendResult,
     MessageBatchCreate,
     MessageCreate,
     MessagePage,
     MessageRead,
 )
-from app.sessions.service import AgentSessionService, AppendOutcome, Limits, StoredMessage
+from app.sessions.service import AgentSessionService, AppendOutcome, Limits
 from app.tenancy.auth import Reader, Writer
 
 router = APIRouter(prefix="/v1/sessions", tags=["sessions"])
@@ -37,59 +34,13 @@ def limits(settings: Settings) -> Limits:
     )
 
 
-def agent_session_read(row: AgentSession, newest: Archive | None) -> AgentSessionRead:
-    brief = None
-    if newest is not None:
-        brief = ArchiveBrief(
-            archive_seq=newest.archive_seq,
-            start_seq=newest.start_seq,
-            end_seq=newest.end_seq,
-            status=str(getattr(newest, "status", "done")),
-        )
-    return AgentSessionRead(
-        id=row.agent_session_id,
-        external_id=row.external_id,
-        user_id=row.user_id,
-        agent_id=row.agent_id,
-        metadata=row.metadata_,
-        keep_recent_count=row.keep_recent_count,
-        message_count=row.last_seq,
-        live_message_count=row.last_seq - row.archived_upto_seq,
-        pending_tokens=row.pending_tokens,
-        total_tokens=row.total_tokens,
-        archive_count=row.archive_count,
-        newest_archive=brief,
-        created_at=row.created_at,
-        updated_at=row.updated_at,
-    )
-
-
-def message_read(item: Message | StoredMessage, archived_upto_seq: int) -> MessageRead:
-    """A stored row, or a message just appended (whose ``created_at`` came back from the insert)."""
-    row: Message | NewMessage
-    if isinstance(item, StoredMessage):
-        row, metadata, created_at = item.row, item.row.metadata, item.created_at
-    else:
-        row, metadata, created_at = item, item.metadata_, item.created_at
-    return MessageRead(
-        seq=row.seq,
-        role=row.role,
-        turn=row.turn,
-        token_count=row.token_count,
-        message=row.message,
-        metadata=metadata,
-        created_at=created_at,
-        archived=row.seq <= archived_upto_seq,
-    )
-
-
 @router.post("", status_code=status.HTTP_201_CREATED)
 async def create_agent_session(
     body: AgentSessionCreate, principal: Writer, database: DatabaseDep, settings: SettingsDep
 ) -> AgentSessionRead:
     async with database.tenant(principal.tenant_id) as db:
         row = await AgentSessionService(db, principal, limits(settings)).create(body)
-        return agent_session_read(row, None)
+        return AgentSessionRead.from_row(row)
 
 
 @router.get("")
@@ -103,11 +54,10 @@ async def list_agent_sessions(
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
 ) -> AgentSessionPage:
     async with database.tenant(principal.tenant_id) as db:
-        service = AgentSessionService(db, principal)
-        rows, next_cursor = await service.page(
+        rows, next_cursor = await AgentSessionService(db, principal).page(
             user_id=user_id, agent_id=agent_id, external_id=external_id, cursor=cursor, limit=limit
         )
-        items = [agent_session_read(row, await service.newest_archive(row)) for row in rows]
+    items = [AgentSessionRead.from_row(row, newest) for row, newest in rows]
     return AgentSessionPage(items=items, next_cursor=next_cursor)
 
 
@@ -116,9 +66,10 @@ async def get_agent_session(
     agent_session_id: uuid.UUID, principal: Reader, database: DatabaseDep
 ) -> AgentSessionRead:
     async with database.tenant(principal.tenant_id) as db:
-        service = AgentSessionService(db, principal)
-        row = await service.get(agent_session_id)
-        return agent_session_read(row, await service.newest_archive(row))
+        row, newest = await AgentSessionService(db, principal).get_with_newest_archive(
+            agent_session_id
+        )
+    return AgentSessionRead.from_row(row, newest)
 
 
 @router.delete("/{agent_session_id}", status_code=status.HTTP_204_NO_CONTENT)
@@ -152,7 +103,9 @@ async def append_message(
 ) -> AppendResult:
     outcome = await _append(agent_session_id, [body], principal, database, settings)
     return AppendResult(
-        message=message_read(outcome.messages[0], outcome.archived_upto_seq),
+        message=MessageRead.from_stored(
+            outcome.messages[0], archived_upto_seq=outcome.archived_upto_seq
+        ),
         pending_tokens=outcome.pending_tokens,
         live_message_count=outcome.live_message_count,
     )
@@ -168,7 +121,10 @@ async def append_messages(
 ) -> BatchAppendResult:
     outcome = await _append(agent_session_id, body.messages, principal, database, settings)
     return BatchAppendResult(
-        messages=[message_read(m, outcome.archived_upto_seq) for m in outcome.messages],
+        messages=[
+            MessageRead.from_stored(m, archived_upto_seq=outcome.archived_upto_seq)
+            for m in outcome.messages
+        ],
         pending_tokens=outcome.pending_tokens,
         live_message_count=outcome.live_message_count,
     )
@@ -183,11 +139,11 @@ async def read_messages(
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
 ) -> MessagePage:
     async with database.tenant(principal.tenant_id) as db:
-        service = AgentSessionService(db, principal)
-        agent_session, rows = await service.read_messages(
+        agent_session, rows = await AgentSessionService(db, principal).read_messages(
             agent_session_id, after_seq=after_seq, limit=limit
         )
-        items = [message_read(row, agent_session.archived_upto_seq) for row in rows]
+    archived = agent_session.archived_upto_seq
+    items = [MessageRead.from_stored(row, archived_upto_seq=archived) for row in rows]
     next_after = (
         items[-1].seq if len(items) == limit and items[-1].seq < agent_session.last_seq else None
     )

@@ -1,7 +1,9 @@
 """SQL for agent sessions and messages, scoped to one tenant (and optionally one user).
 
 Row-level security enforces the tenant too; the explicit filters keep plans index-only and make
-intent visible. Flushes, never commits.
+intent visible. Messages come back as ``StoredMessage`` values, never as ORM rows. The append
+path is the one place that runs SQL on the driver connection (see ``docs/database.md``).
+Flushes, never commits.
 """
 
 from __future__ import annotations
@@ -13,45 +15,21 @@ from datetime import datetime
 from typing import Any
 
 from psycopg.types.json import Jsonb
-from sqlalchemy import (
-    and_,
-    delete,
-    func,
-    select,
-    tuple_,
-    update,
-)
+from sqlalchemy import Row, and_, delete, func, select, tuple_, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db import driver
 from app.models import AgentSession, Archive, Message
-
-
-@dataclass(frozen=True, slots=True)
-class Scope:
-    """What a credential may see: one tenant, and within it optionally one user's sessions."""
-
-    tenant_id: uuid.UUID
-    user_id: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class NewMessage:
-    seq: int
-    role: str
-    turn: int
-    message: dict[str, Any]
-    token_count: int
-    content_text: str
-    metadata: dict[str, Any] | None
-    created_at: datetime | None
+from app.sessions.records import NewestArchive, StoredMessage
+from app.tenancy.principal import Scope
 
 
 @dataclass(frozen=True, slots=True)
 class AppendState:
-    """The counters an append reads under the row lock, plus the token count of the message
-    that the first appended message pushes out of the keep window (``None`` when none does)."""
+    """The counters an append reads under the row lock, the token count of the message that
+    the first appended message pushes out of the keep window (``None`` when none does), and the
+    transaction's ``now()`` (the ``created_at`` of messages that do not bring their own)."""
 
     last_seq: int
     archived_upto_seq: int
@@ -60,6 +38,7 @@ class AppendState:
     total_tokens: int
     turn_count: int
     first_leaving_tokens: int | None
+    now: datetime
 
 
 # The append path runs these on every message, on the driver connection (``app.db.driver``):
@@ -69,7 +48,8 @@ SELECT s.last_seq, s.archived_upto_seq, s.keep_recent_count, s.pending_tokens, s
        s.turn_count,
        (SELECT m.token_count FROM messages m
          WHERE m.tenant_id = s.tenant_id AND m.agent_session_id = s.agent_session_id
-           AND m.seq = s.last_seq + 1 - s.keep_recent_count)
+           AND m.seq = s.last_seq + 1 - s.keep_recent_count),
+       now()
 FROM agent_sessions s
 WHERE s.tenant_id = %(tenant_id)s AND s.agent_session_id = %(agent_session_id)s
   AND (%(user_id)s::text IS NULL OR s.user_id = %(user_id)s::text)
@@ -85,14 +65,22 @@ _INSERT_MESSAGES = """
 INSERT INTO messages (tenant_id, agent_session_id, seq, role, turn, message, token_count,
                       content_text, metadata, created_at)
 SELECT %(tenant_id)s, %(agent_session_id)s, u.seq, u.role, u.turn, u.message, u.token_count,
-       u.content_text, u.metadata, coalesce(u.created_at, now())
+       u.content_text, u.metadata, u.created_at
 FROM unnest(%(seqs)s::bigint[], %(roles)s::text[], %(turns)s::int[], %(messages)s::jsonb[],
             %(token_counts)s::int[], %(texts)s::text[], %(metadata)s::jsonb[],
             %(created_at)s::timestamptz[])
      AS u(seq, role, turn, message, token_count, content_text, metadata, created_at)
 ORDER BY u.seq
-RETURNING seq, created_at
 """
+
+_NEWEST_ARCHIVE_COLUMNS = (Archive.archive_seq, Archive.start_seq, Archive.end_seq, Archive.status)
+
+
+def _with_newest(row: Row[Any]) -> tuple[AgentSession, NewestArchive | None]:
+    agent_session, archive_seq, start_seq, end_seq, status = tuple(row)
+    if archive_seq is None:
+        return agent_session, None
+    return agent_session, NewestArchive(archive_seq, start_seq, end_seq, str(status))
 
 
 class AgentSessionRepository:
@@ -137,8 +125,28 @@ class AgentSessionRepository:
         )
         if lock:
             statement = statement.with_for_update()
-        result = await self.db.execute(statement.execution_options(populate_existing=True))
-        return result.scalar_one_or_none()
+        return (await self.db.execute(statement)).scalar_one_or_none()
+
+    def _with_newest_archive(self) -> Any:
+        # The newest archive is the one numbered archive_count: one index lookup per row, in the
+        # same statement as the agent session.
+        return select(AgentSession, *_NEWEST_ARCHIVE_COLUMNS).outerjoin(
+            Archive,
+            and_(
+                Archive.tenant_id == AgentSession.tenant_id,
+                Archive.agent_session_id == AgentSession.agent_session_id,
+                Archive.archive_seq == AgentSession.archive_count,
+            ),
+        )
+
+    async def get_with_newest_archive(
+        self, agent_session_id: uuid.UUID
+    ) -> tuple[AgentSession, NewestArchive | None] | None:
+        statement = self._with_newest_archive().where(
+            AgentSession.agent_session_id == agent_session_id, *self._visible()
+        )
+        row = (await self.db.execute(statement)).first()
+        return None if row is None else _with_newest(row)
 
     async def lock_for_append(self, agent_session_id: uuid.UUID) -> AppendState | None:
         """Lock the row (appends and commits of one agent session serialise here) and read the
@@ -163,8 +171,8 @@ class AgentSessionRepository:
         external_id: str | None,
         after: tuple[datetime, uuid.UUID] | None,
         limit: int,
-    ) -> Sequence[AgentSession]:
-        statement = select(AgentSession).where(*self._visible())
+    ) -> list[tuple[AgentSession, NewestArchive | None]]:
+        statement = self._with_newest_archive().where(*self._visible())
         if user_id is not None:
             statement = statement.where(AgentSession.user_id == user_id)
         if agent_id is not None:
@@ -176,7 +184,8 @@ class AgentSessionRepository:
                 tuple_(AgentSession.created_at, AgentSession.agent_session_id) > tuple_(*after)
             )
         statement = statement.order_by(AgentSession.created_at, AgentSession.agent_session_id)
-        return (await self.db.scalars(statement.limit(limit))).all()
+        rows = (await self.db.execute(statement.limit(limit))).all()
+        return [_with_newest(row) for row in rows]
 
     async def delete(self, agent_session_id: uuid.UUID) -> bool:
         result = await self.db.execute(
@@ -247,13 +256,16 @@ class AgentSessionRepository:
             .values(pending_tokens=pending_tokens)
         )
 
-    async def newest_archive(self, agent_session: AgentSession) -> Archive | None:
-        if agent_session.archive_count == 0:
-            return None
-        return await self.db.get(
-            Archive,
-            (self.scope.tenant_id, agent_session.agent_session_id, agent_session.archive_count),
-        )
+
+_STORED_COLUMNS = (
+    Message.seq,
+    Message.role,
+    Message.turn,
+    Message.message,
+    Message.token_count,
+    Message.metadata_,
+    Message.created_at,
+)
 
 
 class MessageRepository:
@@ -261,26 +273,34 @@ class MessageRepository:
         self.db = db
         self.scope = scope
 
+    def _of(self, agent_session_id: uuid.UUID) -> list[Any]:
+        return [
+            Message.tenant_id == self.scope.tenant_id,
+            Message.agent_session_id == agent_session_id,
+        ]
+
     async def insert_many(
-        self, agent_session_id: uuid.UUID, rows: Sequence[NewMessage]
-    ) -> dict[int, datetime]:
-        """Insert the rows in one statement; returns each seq's stored ``created_at``."""
-        cursor = await (await driver(self.db)).execute(
+        self,
+        agent_session_id: uuid.UUID,
+        messages: Sequence[StoredMessage],
+        texts: Sequence[str],
+    ) -> None:
+        """Insert the messages (with their plain ``texts`` for search) in one statement."""
+        await (await driver(self.db)).execute(
             _INSERT_MESSAGES,
             {
                 "tenant_id": self.scope.tenant_id,
                 "agent_session_id": agent_session_id,
-                "seqs": [row.seq for row in rows],
-                "roles": [row.role for row in rows],
-                "turns": [row.turn for row in rows],
-                "messages": [Jsonb(row.message) for row in rows],
-                "token_counts": [row.token_count for row in rows],
-                "texts": [row.content_text for row in rows],
-                "metadata": [None if row.metadata is None else Jsonb(row.metadata) for row in rows],
-                "created_at": [row.created_at for row in rows],
+                "seqs": [m.seq for m in messages],
+                "roles": [m.role for m in messages],
+                "turns": [m.turn for m in messages],
+                "messages": [Jsonb(m.message) for m in messages],
+                "token_counts": [m.token_count for m in messages],
+                "texts": list(texts),
+                "metadata": [None if m.metadata is None else Jsonb(m.metadata) for m in messages],
+                "created_at": [m.created_at for m in messages],
             },
         )
-        return dict(await cursor.fetchall())
 
     async def token_counts(
         self, agent_session_id: uuid.UUID, seqs: Sequence[int]
@@ -289,9 +309,7 @@ class MessageRepository:
             return {}
         result = await self.db.execute(
             select(Message.seq, Message.token_count).where(
-                Message.tenant_id == self.scope.tenant_id,
-                Message.agent_session_id == agent_session_id,
-                Message.seq.in_(list(seqs)),
+                *self._of(agent_session_id), Message.seq.in_(list(seqs))
             )
         )
         return {row[0]: row[1] for row in result.all()}
@@ -302,9 +320,7 @@ class MessageRepository:
             return 0
         total = await self.db.scalar(
             select(func.coalesce(func.sum(Message.token_count), 0)).where(
-                Message.tenant_id == self.scope.tenant_id,
-                Message.agent_session_id == agent_session_id,
-                and_(Message.seq > after_seq, Message.seq <= upto_seq),
+                *self._of(agent_session_id), Message.seq > after_seq, Message.seq <= upto_seq
             )
         )
         return int(total or 0)
@@ -316,12 +332,12 @@ class MessageRepository:
         after_seq: int,
         limit: int,
         upto_seq: int | None = None,
-    ) -> Sequence[Message]:
-        statement = select(Message).where(
-            Message.tenant_id == self.scope.tenant_id,
-            Message.agent_session_id == agent_session_id,
-            Message.seq > after_seq,
+    ) -> list[StoredMessage]:
+        """Messages with ``after_seq < seq [<= upto_seq]``, oldest first, at most ``limit``."""
+        statement = select(*_STORED_COLUMNS).where(
+            *self._of(agent_session_id), Message.seq > after_seq
         )
         if upto_seq is not None:
             statement = statement.where(Message.seq <= upto_seq)
-        return (await self.db.scalars(statement.order_by(Message.seq).limit(limit))).all()
+        rows = await self.db.execute(statement.order_by(Message.seq).limit(limit))
+        return [StoredMessage(*row) for row in rows.all()]

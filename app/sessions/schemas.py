@@ -1,64 +1,137 @@
-"""Request and response bodies for agent sessions and messages (OpenAI chat format, validated)."""
+"""Request and response bodies for agent sessions and messages (OpenAI chat format, validated).
+
+A message arrives as ``MessageCreate`` and leaves as ``MessageRead``; inside the service it is a
+``records.StoredMessage``. Validation follows the chat-completions request format per role, so a
+stored message never makes a later model call fail.
+"""
 
 from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from app.models import AgentSession
+from app.sessions.records import MessageRole, NewestArchive, StoredMessage
 from app.validation import require_storable
 
-MessageRole = Literal["system", "user", "assistant", "tool"]
 
-
-class FunctionCall(BaseModel):
+class FunctionCallCreate(BaseModel):
     model_config = ConfigDict(extra="allow")
     name: str = Field(min_length=1)
     arguments: str
 
 
-class ToolCall(BaseModel):
+class ToolCallCreate(BaseModel):
     model_config = ConfigDict(extra="allow")
     id: str = Field(min_length=1)
     type: Literal["function"] = "function"
-    function: FunctionCall
+    function: FunctionCallCreate
 
 
-class ContentPart(BaseModel):
-    model_config = ConfigDict(extra="allow")
-    type: str = Field(min_length=1)
-    text: str | None = None
+# Content parts: each closed, as the chat-completions API defines them. A part another model API
+# would reject (an unknown type, a text part without text) is refused here, not at the next call.
 
 
-class ChatMessage(BaseModel):
-    """One message as OpenAI's chat API accepts it; unknown fields are kept as sent."""
+class _Part(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class TextPart(_Part):
+    type: Literal["text"]
+    text: str
+
+
+class ImageUrl(_Part):
+    url: str = Field(min_length=1)
+    detail: Literal["auto", "low", "high"] | None = None
+
+
+class ImageUrlPart(_Part):
+    type: Literal["image_url"]
+    image_url: ImageUrl
+
+
+class InputAudio(_Part):
+    data: str = Field(min_length=1)
+    format: Literal["wav", "mp3"]
+
+
+class InputAudioPart(_Part):
+    type: Literal["input_audio"]
+    input_audio: InputAudio
+
+
+class FileRef(_Part):
+    file_data: str | None = None
+    file_id: str | None = None
+    filename: str | None = None
+
+    @model_validator(mode="after")
+    def _names_a_file(self) -> FileRef:
+        if self.file_data is None and self.file_id is None:
+            raise ValueError("a file part needs 'file_data' or 'file_id'")
+        return self
+
+
+class FilePart(_Part):
+    type: Literal["file"]
+    file: FileRef
+
+
+class RefusalPart(_Part):
+    type: Literal["refusal"]
+    refusal: str
+
+
+ContentPart = Annotated[
+    TextPart | ImageUrlPart | InputAudioPart | FilePart | RefusalPart, Field(discriminator="type")
+]
+
+PART_TYPES_BY_ROLE: dict[str, frozenset[str]] = {
+    "system": frozenset({"text"}),
+    "user": frozenset({"text", "image_url", "input_audio", "file"}),
+    "assistant": frozenset({"text", "refusal"}),
+    "tool": frozenset({"text"}),
+}
+"""Which content parts each role may carry in a chat-completions request."""
+
+
+class MessageCreate(BaseModel):
+    """A message to append: one message as OpenAI's chat API accepts it (unknown top-level
+    fields are kept as sent), plus the optional ``metadata`` and ``created_at`` that are ours."""
 
     model_config = ConfigDict(extra="allow")
 
     role: MessageRole
     content: str | list[ContentPart] | None = None
     name: str | None = None
-    tool_calls: list[ToolCall] | None = None
+    tool_calls: list[ToolCallCreate] | None = None
     tool_call_id: str | None = None
+    metadata: dict[str, Any] | None = None
+    created_at: datetime | None = None
 
     @model_validator(mode="after")
-    def _check_shape(self) -> ChatMessage:
+    def _check_shape(self) -> MessageCreate:
         if self.role == "tool" and not self.tool_call_id:
             raise ValueError("a tool message needs 'tool_call_id'")
         if self.tool_calls is not None and self.role != "assistant":
             raise ValueError("only assistant messages may carry 'tool_calls'")
         if self.content is None and not (self.role == "assistant" and self.tool_calls):
             raise ValueError("'content' may be null only in an assistant message with tool_calls")
+        if isinstance(self.content, list):
+            if not self.content:
+                raise ValueError("'content' must be a string or a non-empty list of parts")
+            allowed = PART_TYPES_BY_ROLE[self.role]
+            for index, part in enumerate(self.content):
+                if part.type not in allowed:
+                    raise ValueError(
+                        f"content part {index}: a {self.role} message cannot carry a "
+                        f"{part.type!r} part (allowed: {', '.join(sorted(allowed))})"
+                    )
         return self
-
-
-class MessageCreate(ChatMessage):
-    """A message to append, plus the optional fields that are ours and not the model's."""
-
-    metadata: dict[str, Any] | None = None
-    created_at: datetime | None = None
 
     def openai_message(self) -> dict[str, Any]:
         """The message in OpenAI format as stored: our own fields removed, null fields omitted
@@ -83,6 +156,19 @@ class MessageRead(BaseModel):
     metadata: dict[str, Any] | None
     created_at: datetime
     archived: bool
+
+    @classmethod
+    def from_stored(cls, stored: StoredMessage, *, archived_upto_seq: int) -> MessageRead:
+        return cls(
+            seq=stored.seq,
+            role=stored.role,
+            turn=stored.turn,
+            token_count=stored.token_count,
+            message=dict(stored.message),
+            metadata=None if stored.metadata is None else dict(stored.metadata),
+            created_at=stored.created_at,
+            archived=stored.seq <= archived_upto_seq,
+        )
 
 
 class AppendResult(BaseModel):
@@ -140,6 +226,33 @@ class AgentSessionRead(BaseModel):
     newest_archive: ArchiveBrief | None
     created_at: datetime
     updated_at: datetime
+
+    @classmethod
+    def from_row(cls, row: AgentSession, newest: NewestArchive | None = None) -> AgentSessionRead:
+        brief = None
+        if newest is not None:
+            brief = ArchiveBrief(
+                archive_seq=newest.archive_seq,
+                start_seq=newest.start_seq,
+                end_seq=newest.end_seq,
+                status=newest.status,
+            )
+        return cls(
+            id=row.agent_session_id,
+            external_id=row.external_id,
+            user_id=row.user_id,
+            agent_id=row.agent_id,
+            metadata=row.metadata_,
+            keep_recent_count=row.keep_recent_count,
+            message_count=row.last_seq,
+            live_message_count=row.last_seq - row.archived_upto_seq,
+            pending_tokens=row.pending_tokens,
+            total_tokens=row.total_tokens,
+            archive_count=row.archive_count,
+            newest_archive=brief,
+            created_at=row.created_at,
+            updated_at=row.updated_at,
+        )
 
 
 class AgentSessionPage(BaseModel):

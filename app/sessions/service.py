@@ -9,16 +9,18 @@ from __future__ import annotations
 import base64
 import json
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.errors import Conflict, Forbidden, InvalidInput, NotFound, PayloadTooLarge
-from app.models import AgentSession, Archive, Message
-from app.sessions.repository import AgentSessionRepository, MessageRepository, NewMessage, Scope
+from app.models import AgentSession
+from app.sessions.pending import advance_pending, leaving_seqs
+from app.sessions.records import NewestArchive, StoredMessage
+from app.sessions.repository import AgentSessionRepository, MessageRepository
 from app.sessions.schemas import AgentSessionCreate, MessageCreate
 from app.tenancy.principal import Principal
 from app.validation import find_unstorable
@@ -30,12 +32,6 @@ class Limits:
     max_message_bytes: int = 1024 * 1024
     max_batch_messages: int = 500
     default_keep_recent_count: int = 10
-
-
-@dataclass(frozen=True, slots=True)
-class StoredMessage:
-    row: NewMessage
-    created_at: datetime
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,39 +49,11 @@ class PendingDrift:
     recomputed: int
 
 
-def leaving_seqs(*, last_seq: int, archived_upto_seq: int, keep: int, count: int) -> list[int]:
-    """Seqs of the messages that leave the keep window as ``count`` messages are appended."""
-    if keep == 0:
-        return []
-    leaving = []
-    for seq in range(last_seq + 1, last_seq + count + 1):
-        if seq - archived_upto_seq > keep:
-            leaving.append(seq - keep)
-    return leaving
-
-
-def advance_pending(
-    *,
-    pending_tokens: int,
-    last_seq: int,
-    archived_upto_seq: int,
-    keep: int,
-    new_tokens: Sequence[int],
-    stored_tokens: Mapping[int, int],
-) -> int:
-    """``pending_tokens`` after appending messages with ``new_tokens``, one message at a time.
-
-    keep 0: every new message is pending. Otherwise the message that just left the keep window
-    (live position ``L - keep``) becomes pending. ``stored_tokens`` has the token counts of the
-    already stored messages named by :func:`leaving_seqs`.
-    """
-    if keep == 0:
-        return pending_tokens + sum(new_tokens)
-    for seq in leaving_seqs(
-        last_seq=last_seq, archived_upto_seq=archived_upto_seq, keep=keep, count=len(new_tokens)
-    ):
-        pending_tokens += new_tokens[seq - last_seq - 1] if seq > last_seq else stored_tokens[seq]
-    return pending_tokens
+def _utc(moment: datetime) -> datetime:
+    """A client's ``created_at`` as stored: naive means UTC; answered in UTC like every read."""
+    if moment.tzinfo is None:
+        return moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC)
 
 
 def encode_cursor(created_at: datetime, agent_session_id: uuid.UUID) -> str:
@@ -111,9 +79,8 @@ class AgentSessionService:
         self.db = db
         self.principal = principal
         self.limits = limits or Limits()
-        scope = Scope(tenant_id=principal.tenant_id, user_id=principal.user_id)
-        self.agent_sessions = AgentSessionRepository(db, scope)
-        self.messages = MessageRepository(db, scope)
+        self.agent_sessions = AgentSessionRepository(db, principal.scope)
+        self.messages = MessageRepository(db, principal.scope)
 
     async def create(self, body: AgentSessionCreate) -> AgentSession:
         user_id = body.user_id
@@ -139,8 +106,14 @@ class AgentSessionService:
             raise NotFound(f"agent session {agent_session_id} not found")
         return row
 
-    async def newest_archive(self, agent_session: AgentSession) -> Archive | None:
-        return await self.agent_sessions.newest_archive(agent_session)
+    async def get_with_newest_archive(
+        self, agent_session_id: uuid.UUID
+    ) -> tuple[AgentSession, NewestArchive | None]:
+        """The agent session and its newest archive's range and status, in one statement."""
+        found = await self.agent_sessions.get_with_newest_archive(agent_session_id)
+        if found is None:
+            raise NotFound(f"agent session {agent_session_id} not found")
+        return found
 
     async def page(
         self,
@@ -150,7 +123,7 @@ class AgentSessionService:
         external_id: str | None = None,
         cursor: str | None = None,
         limit: int = 50,
-    ) -> tuple[Sequence[AgentSession], str | None]:
+    ) -> tuple[list[tuple[AgentSession, NewestArchive | None]], str | None]:
         rows = await self.agent_sessions.page(
             user_id=user_id,
             agent_id=agent_id,
@@ -160,16 +133,15 @@ class AgentSessionService:
         )
         if len(rows) <= limit:
             return rows, None
-        last = rows[limit - 1]
+        last, _ = rows[limit - 1]
         return rows[:limit], encode_cursor(last.created_at, last.agent_session_id)
 
     async def delete(self, agent_session_id: uuid.UUID) -> None:
         if not await self.agent_sessions.delete(agent_session_id):
             raise NotFound(f"agent session {agent_session_id} not found")
 
-    def _prepare(
-        self, messages: Sequence[MessageCreate]
-    ) -> list[tuple[MessageCreate, dict[str, Any]]]:
+    def _prepare(self, messages: Sequence[MessageCreate]) -> list[dict[str, Any]]:
+        """Each message as it will be stored; all are checked before any is stored."""
         if len(messages) > self.limits.max_batch_messages:
             raise PayloadTooLarge(
                 f"at most {self.limits.max_batch_messages} messages per batch, got {len(messages)}"
@@ -195,7 +167,7 @@ class AgentSessionService:
                     f"message {index} is {size} bytes; the limit is "
                     f"{self.limits.max_message_bytes} bytes per message"
                 )
-            prepared.append((message, stored))
+            prepared.append(stored)
         return prepared
 
     async def append(
@@ -209,32 +181,30 @@ class AgentSessionService:
             raise NotFound(f"agent session {agent_session_id} not found")
         last_seq = state.last_seq
         turn = state.turn_count
-        rows: list[NewMessage] = []
-        for offset, (message, stored) in enumerate(prepared, start=1):
+        rows: list[StoredMessage] = []
+        for offset, (message, stored) in enumerate(zip(messages, prepared, strict=True), start=1):
             if message.role == "user":
                 turn += 1
             rows.append(
-                NewMessage(
+                StoredMessage(
                     seq=last_seq + offset,
                     role=message.role,
                     turn=turn,
                     message=stored,
                     token_count=message_tokens(stored),
-                    content_text=message_text(stored),
                     metadata=message.metadata,
-                    created_at=message.created_at,
+                    created_at=state.now
+                    if message.created_at is None
+                    else _utc(message.created_at),
                 )
             )
         keep = state.keep_recent_count
         archived = state.archived_upto_seq
-        needed = [
-            seq
-            for seq in leaving_seqs(
-                last_seq=last_seq, archived_upto_seq=archived, keep=keep, count=len(rows)
-            )
-            if seq <= last_seq
-        ]
+        leaving = leaving_seqs(
+            last_seq=last_seq, archived_upto_seq=archived, keep=keep, count=len(rows)
+        )
         stored_tokens: dict[int, int] = {}
+        needed = [seq for seq in leaving if seq <= last_seq]
         first_leaving = last_seq + 1 - keep
         if needed and needed[0] == first_leaving and state.first_leaving_tokens is not None:
             stored_tokens[first_leaving] = state.first_leaving_tokens
@@ -244,12 +214,14 @@ class AgentSessionService:
         pending = advance_pending(
             pending_tokens=state.pending_tokens,
             last_seq=last_seq,
-            archived_upto_seq=archived,
             keep=keep,
+            leaving=leaving,
             new_tokens=new_tokens,
             stored_tokens=stored_tokens,
         )
-        created = await self.messages.insert_many(agent_session_id, rows)
+        await self.messages.insert_many(
+            agent_session_id, rows, [message_text(stored) for stored in prepared]
+        )
         new_last_seq = last_seq + len(rows)
         await self.agent_sessions.save_counters(
             agent_session_id,
@@ -259,16 +231,19 @@ class AgentSessionService:
             total_tokens=state.total_tokens + sum(new_tokens),
         )
         return AppendOutcome(
-            messages=[StoredMessage(row, created[row.seq]) for row in rows],
+            messages=rows,
             pending_tokens=pending,
             live_message_count=new_last_seq - archived,
             archived_upto_seq=archived,
         )
 
-    async def record_skipped_commit(self, agent_session: AgentSession, keep: int) -> None:
-        """A skipped commit still resets the counter and remembers ``keep`` (DESIGN 6.1)."""
+    async def record_skipped_commit(
+        self, agent_session: AgentSession, keep: int, *, pending_tokens: int = 0
+    ) -> None:
+        """A skipped commit still remembers ``keep`` and sets the counter (DESIGN 6.1): to 0,
+        or to what lies outside the keep window when a tool group made the split impossible."""
         await self.agent_sessions.save_commit(
-            agent_session.agent_session_id, keep_recent_count=keep, pending_tokens=0
+            agent_session.agent_session_id, keep_recent_count=keep, pending_tokens=pending_tokens
         )
 
     async def record_commit(
@@ -290,18 +265,24 @@ class AgentSessionService:
         )
 
     async def read_messages(
-        self,
-        agent_session_id: uuid.UUID,
-        *,
-        after_seq: int,
-        limit: int,
-        upto_seq: int | None = None,
-    ) -> tuple[AgentSession, Sequence[Message]]:
+        self, agent_session_id: uuid.UUID, *, after_seq: int, limit: int
+    ) -> tuple[AgentSession, list[StoredMessage]]:
+        """The agent session and its messages after ``after_seq``, archived ones included."""
         agent_session = await self.get(agent_session_id)
-        rows = await self.messages.read(
+        rows = await self.messages.read(agent_session_id, after_seq=after_seq, limit=limit)
+        return agent_session, rows
+
+    async def messages_between(
+        self, agent_session_id: uuid.UUID, *, after_seq: int, upto_seq: int, limit: int
+    ) -> list[StoredMessage]:
+        """Messages ``after_seq < seq <= upto_seq``, oldest first.
+
+        For callers that already hold a row only a visible agent session has (the agent session
+        itself, or one of its archives): the agent session is not looked up again.
+        """
+        return await self.messages.read(
             agent_session_id, after_seq=after_seq, limit=limit, upto_seq=upto_seq
         )
-        return agent_session, rows
 
     async def recompute_pending(self, agent_session: AgentSession) -> int:
         """``pending_tokens`` from the rows: live messages outside the keep window."""

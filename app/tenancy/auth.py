@@ -65,7 +65,7 @@ class Authenticator:
         self._cache.clear()
 
 
-def authenticator(request: Request) -> Authenticator:
+async def authenticator(request: Request) -> Authenticator:
     found: Authenticator = request.app.state.authenticator
     return found
 

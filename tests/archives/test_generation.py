@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 
-from app.archives.generation import Prior, WorkingMemoryGenerator, legacy_sections
+from app.archives.generation import WorkingMemoryGenerator, legacy_sections
+from app.archives.working_memory import WorkingMemory
 from app.llm.fakes import ScriptedChatModel, tool_call
 from app.wm.sections import Section, empty_sections
 from app.wm.tokens import count_tokens
@@ -12,10 +13,10 @@ from app.wm.tokens import count_tokens
 KEEP_ALL = json.dumps({"sections": {s.value: {"op": "KEEP"} for s in Section}})
 
 
-def prior_with_title() -> Prior:
+def prior_with_title() -> WorkingMemory:
     sections = empty_sections()
     sections[Section.SESSION_TITLE] = "Long archive"
-    return Prior(sections=sections)
+    return WorkingMemory(archive_seq=1, covered_end_seq=10, sections=sections)
 
 
 async def test_a_large_archive_is_processed_in_bounded_batches() -> None:

@@ -16,8 +16,9 @@ from typing import Any
 
 from sqlalchemy import text
 
-from app.archives.generation import Generated, Prior, WorkingMemoryGenerator
+from app.archives.generation import Generated, WorkingMemoryGenerator
 from app.archives.worker import ArchiveWorker, WorkerConfig
+from app.archives.working_memory import WorkingMemory
 from app.db import Database
 from app.llm.fakes import ScriptedChatModel, tool_call
 from app.llm.ports import PermanentModelError, TransientModelError
@@ -56,14 +57,16 @@ class RecordingGenerator(WorkingMemoryGenerator):
         self.seen: list[tuple[str, ...]] = []
         self.delay_s = delay_s
 
-    async def generate(self, prior: Prior, messages: Sequence[Mapping[str, object]]) -> Generated:
+    async def generate(
+        self, prior: WorkingMemory, messages: Sequence[Mapping[str, object]]
+    ) -> Generated:
         contents = tuple(str(m.get("content")) for m in messages)
         self.seen.append(contents)
         await asyncio.sleep(self.delay_s)
         ops = {
             "sections": {"Key Facts & Decisions": {"op": "APPEND", "items": [" | ".join(contents)]}}
         }
-        return Generated(merge(prior.sections, ops), "offline", None, None, None)
+        return Generated(result=merge(prior.sections, ops), generator="offline")
 
 
 async def archive_rows(database: Database, tenant_id: uuid.UUID) -> list[dict[str, Any]]:
@@ -311,7 +314,7 @@ async def test_lease_lost_writes_nothing(own_database: Database, app_client: App
 
     class StealingGenerator(RecordingGenerator):
         async def generate(
-            self, prior: Prior, messages: Sequence[Mapping[str, object]]
+            self, prior: WorkingMemory, messages: Sequence[Mapping[str, object]]
         ) -> Generated:
             generated = await super().generate(prior, messages)
             async with own_database.system() as db:  # another worker took over meanwhile

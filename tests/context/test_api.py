@@ -12,7 +12,8 @@ import httpx
 import pytest
 from sqlalchemy import event, text
 
-from app.context.assembly import CUT_NOTE, REDUCTION_ORDER
+from app.context.assembly import CUT_NOTE
+from app.context.summary import REDUCTION_ORDER
 from app.db import Database
 from app.wm.tokens import count_tokens
 from tests.archives.conftest import AppFactory

@@ -18,8 +18,9 @@ import httpx
 import pytest
 from sqlalchemy import insert, text
 
-from app.archives.generation import Generated, Prior, WorkingMemoryGenerator
+from app.archives.generation import Generated, WorkingMemoryGenerator
 from app.archives.worker import ArchiveWorker, WorkerConfig
+from app.archives.working_memory import WorkingMemory
 from app.db import Database
 from app.llm.ports import PermanentModelError
 from app.models import WmSectionVersion
@@ -188,7 +189,9 @@ class GatedGenerator(WorkingMemoryGenerator):
         self.gate = asyncio.Event()
         self.fail = False
 
-    async def generate(self, prior: Prior, messages: Sequence[Mapping[str, object]]) -> Generated:
+    async def generate(
+        self, prior: WorkingMemory, messages: Sequence[Mapping[str, object]]
+    ) -> Generated:
         self.entered.set()
         await self.gate.wait()
         if self.fail:

@@ -7,37 +7,28 @@ every list it produces with the same validator the local OpenAI-compatible serve
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.context.assembly import (
-    CUT_NOTE,
-    MAX_TOKEN_BUDGET,
+from app.archives.working_memory import WorkingMemory
+from app.context.assembly import CUT_NOTE, Hint, Window, assemble
+from app.context.budget import MAX_TOKEN_BUDGET, Budget, InvalidBudget, plan_budget, reply_reserve
+from app.context.hint import ArchiveRange, listed_archives, system_prompt_addition
+from app.context.outgoing import outgoing
+from app.context.summary import (
     REDUCTION_ORDER,
     SECTION_CUT_MARKER,
     SUMMARY_HEADER,
-    Budget,
-    Candidate,
     CutKind,
-    DropReason,
-    Hint,
-    InvalidBudget,
-    SummarySource,
-    Unit,
-    Window,
-    assemble,
-    fit_units,
-    group_units,
-    outgoing,
-    plan_budget,
-    reply_reserve,
     summarise_legacy,
     summarise_sections,
 )
-from app.context.hint import ArchiveRange, listed_archives, system_prompt_addition
+from app.context.units import DropReason, Unit, fit_units, group_units
+from app.sessions.records import StoredMessage
 from app.wm.sections import Section
 from app.wm.tokens import count_tokens
 from tests.support.fake_openai import check_chat_request
@@ -131,10 +122,31 @@ def message(code: str) -> dict[str, Any]:
     return {"role": role, "content": code}
 
 
-def candidates(codes: Sequence[str], tokens: Sequence[int] | None = None) -> list[Candidate]:
+def stored(seq: int, message: dict[str, Any], tokens: int) -> StoredMessage:
+    """A stored message as the assembly sees it: its seq, its OpenAI dict, its token count."""
+    return StoredMessage(
+        seq=seq,
+        role=message.get("role", "user"),
+        turn=0,
+        message=message,
+        token_count=tokens,
+        metadata=None,
+        created_at=datetime(2026, 1, 1, tzinfo=UTC),
+    )
+
+
+def same_hint(text: str) -> Hint:
+    return Hint(text, text)
+
+
+def summarised(sections: dict[Section, str]) -> WorkingMemory:
+    return WorkingMemory(archive_seq=1, covered_end_seq=0, sections=sections)
+
+
+def candidates(codes: Sequence[str], tokens: Sequence[int] | None = None) -> list[StoredMessage]:
     counts = tokens or [1] * len(codes)
     return [
-        Candidate(seq, message(code), n)
+        stored(seq, message(code), n)
         for seq, (code, n) in enumerate(zip(codes, counts, strict=True), 1)
     ]
 
@@ -183,7 +195,7 @@ def test_group_units(
 
 
 def units_of(spec: Sequence[tuple[str, int]]) -> list[Unit]:
-    return [Unit((Candidate(seq, message(code), n),)) for seq, (code, n) in enumerate(spec, 1)]
+    return [Unit((stored(seq, message(code), n),)) for seq, (code, n) in enumerate(spec, 1)]
 
 
 @pytest.mark.parametrize(
@@ -449,15 +461,19 @@ def test_listed_archives(usable: int, listed: int) -> None:
 
 def test_the_newest_user_message_outranks_the_summary() -> None:
     window = Window(candidates(["u", "a", "u"], [10, 10, 300]), floor_seq=0, last_seq=3)
-    source = SummarySource(sections=full_sections())
+    source = summarised(full_sections())
     roomy = assemble(
-        Budget(2_000, 1_000), window, source=source, hint=Hint.same(""), counter=count_tokens
+        Budget(2_000, 1_000),
+        window,
+        working_memory=source,
+        hint=same_hint(""),
+        counter=count_tokens,
     )
     assert roomy.summary is not None
     assert roomy.summary.text is not None
     assert roomy.included_seqs == (1, 2, 3)
     tight = assemble(
-        Budget(1_000, 500), window, source=source, hint=Hint.same(""), counter=count_tokens
+        Budget(1_000, 500), window, working_memory=source, hint=same_hint(""), counter=count_tokens
     )
     assert tight.wm_layer == 500 - 300, "the user message takes its share before the summary"
     assert tight.summary is not None
@@ -467,16 +483,28 @@ def test_the_newest_user_message_outranks_the_summary() -> None:
     assert 3 in tight.included_seqs
     assert tight.total <= 500
     noted = assemble(
-        Budget(1_000, 500), window, source=source, hint=Hint.same("hint"), counter=count_tokens
+        Budget(1_000, 500),
+        window,
+        working_memory=source,
+        hint=same_hint("hint"),
+        counter=count_tokens,
     )
     assert noted.system_prompt_addition == f"hint {CUT_NOTE}", "cuts are explained"
     assert roomy.system_prompt_addition == ""
     plain = assemble(
-        Budget(4_000, 0), window, source=source, hint=Hint.same("hint"), counter=count_tokens
+        Budget(4_000, 0),
+        window,
+        working_memory=source,
+        hint=same_hint("hint"),
+        counter=count_tokens,
     )
     assert plain.system_prompt_addition == "hint", "no cut, no note"
     alone = assemble(
-        Budget(500, 250), window, source=source, hint=Hint("a hint", "b"), counter=count_tokens
+        Budget(500, 250),
+        window,
+        working_memory=source,
+        hint=Hint("a hint", "b"),
+        counter=count_tokens,
     )
     assert alone.over_budget
     assert alone.hint_omitted
@@ -488,16 +516,16 @@ def test_the_newest_user_message_outranks_the_summary() -> None:
 
 def test_a_summary_left_out_switches_the_hint_to_the_text_that_says_so() -> None:
     window = Window(candidates(["a", "u"], [10, 480]), floor_seq=0, last_seq=2)
-    source = SummarySource(sections=full_sections())
+    source = summarised(full_sections())
     hint = Hint("summary opens the messages", "summary left out")
-    result = assemble(Budget(1_000, 500), window, source=source, hint=hint, counter=words)
+    result = assemble(Budget(1_000, 500), window, working_memory=source, hint=hint, counter=words)
     assert result.summary is not None
     assert result.summary.text is None
     assert result.system_prompt_addition == "summary left out"
     assert result.hint_tokens == 3
     assert not result.hint_omitted
     assert result.total <= 500
-    kept = assemble(Budget(4_000, 500), window, source=source, hint=hint, counter=words)
+    kept = assemble(Budget(4_000, 500), window, working_memory=source, hint=hint, counter=words)
     assert kept.system_prompt_addition == "summary opens the messages"
 
 
@@ -537,14 +565,12 @@ def test_every_assembled_list_is_accepted_and_within_budget(
     with_summary: bool,
 ) -> None:
     floor = 100
-    cands = [
-        Candidate(floor + i + 1, m, tokens[i % len(tokens)]) for i, m in enumerate(conversation)
-    ]
+    cands = [stored(floor + i + 1, m, tokens[i % len(tokens)]) for i, m in enumerate(conversation)]
     last_seq = floor + len(cands)
     window = Window(cands[start:], floor, last_seq)
-    source = SummarySource(sections=full_sections()) if with_summary else None
+    source = summarised(full_sections()) if with_summary else None
     result = assemble(
-        plan_budget(budget), window, source=source, hint=Hint.same("h i n t"), counter=words
+        plan_budget(budget), window, working_memory=source, hint=same_hint("h i n t"), counter=words
     )
 
     check_chat_request(

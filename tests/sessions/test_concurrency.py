@@ -9,8 +9,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from app.db import Database
+from app.sessions.pending import advance_pending, leaving_seqs
 from app.sessions.schemas import AgentSessionCreate, MessageCreate
-from app.sessions.service import AgentSessionService, advance_pending, leaving_seqs
+from app.sessions.service import AgentSessionService
 from tests.conftest import TenantKeys, make_tenant
 from tests.sessions.test_api import create_session
 
@@ -64,8 +65,8 @@ def test_leaving_window_rule_by_hand() -> None:
         advance_pending(
             pending_tokens=0,
             last_seq=0,
-            archived_upto_seq=0,
             keep=2,
+            leaving=[1, 2],
             new_tokens=[5, 7, 11, 13],
             stored_tokens={},
         )
@@ -75,8 +76,8 @@ def test_leaving_window_rule_by_hand() -> None:
         advance_pending(
             pending_tokens=3,
             last_seq=2,
-            archived_upto_seq=0,
             keep=2,
+            leaving=leaving_seqs(last_seq=2, archived_upto_seq=0, keep=2, count=1),
             new_tokens=[11],
             stored_tokens={1: 5},
         )
@@ -86,8 +87,8 @@ def test_leaving_window_rule_by_hand() -> None:
         advance_pending(
             pending_tokens=0,
             last_seq=9,
-            archived_upto_seq=0,
             keep=0,
+            leaving=[],
             new_tokens=[1, 2],
             stored_tokens={},
         )

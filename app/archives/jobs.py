@@ -1,0 +1,175 @@
+"""The job side of an archive: what a worker reads and writes in its short transactions.
+
+Owns loading a claimed archive's input (the prior working memory, its messages and those of the
+failed archives it covers) and recording the outcome (seven section versions and ``done``, a
+retry, or ``failed``), each re-checking that the claim still holds. Runs under the claimed
+archive's tenant; never calls a model and never commits (``worker`` owns both).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import func
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.archives.generation import Generated
+from app.archives.repository import ArchiveRepository, Claim
+from app.archives.working_memory import WorkingMemory
+from app.errors import NotFound
+from app.models import Archive, ArchiveStatus
+from app.tenancy.principal import Scope
+from app.wm.sections import SECTIONS, Section
+
+
+class LeaseLost(Exception):
+    """The archive is no longer ours (its lease expired and another worker claimed it)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Work:
+    """A claimed archive's input: its row, the prior WM, and every message it must cover."""
+
+    archive: Archive
+    prior: WorkingMemory
+    messages: list[dict[str, Any]]
+    covers_failed_archives: list[int]
+
+
+def abstract_of(sections: Mapping[Section, str], limit: int = 200) -> str:
+    """One line for archive listings: the title, then the start of Current State."""
+    title = sections.get(Section.SESSION_TITLE, "").strip().splitlines()
+    state = " ".join(sections.get(Section.CURRENT_STATE, "").split())
+    line = " — ".join(part for part in (title[0] if title else "", state) if part)
+    return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"
+
+
+def _json_safe(value: object) -> Any:
+    return json.loads(json.dumps(value, default=str, ensure_ascii=False))
+
+
+class ArchiveJobService:
+    """What a worker does inside its short transactions, under the claimed archive's tenant."""
+
+    def __init__(self, db: AsyncSession, tenant_id: uuid.UUID) -> None:
+        self.db = db
+        self.archives = ArchiveRepository(db, Scope(tenant_id))
+
+    async def _owned(self, claim: Claim, *, lock: bool) -> Archive:
+        archive = await self.archives.get(claim.agent_session_id, claim.archive_seq, lock=lock)
+        if (
+            archive is None
+            or archive.status != ArchiveStatus.RUNNING
+            or archive.attempt != claim.attempt
+        ):
+            raise LeaseLost(f"archive {claim.archive_seq} is not held by this attempt")
+        return archive
+
+    async def status(self, agent_session_id: uuid.UUID, archive_seq: int) -> ArchiveStatus:
+        archive = await self.archives.get(agent_session_id, archive_seq)
+        if archive is None:
+            raise NotFound(f"archive {archive_seq} not found")
+        return archive.status
+
+    async def load(self, claim: Claim) -> Work:
+        archive = await self._owned(claim, lock=False)
+        agent_session_id = claim.agent_session_id
+        prior = await self.archives.working_memory(agent_session_id, before_seq=claim.archive_seq)
+        after_seq = 0 if prior is None else prior.archive_seq
+        # Every archive between the prior and this one failed (archives of an agent session run
+        # in order). Their messages ride along whole — generation batches them within the input
+        # budget — so a failure never leaves a hole in the working memory (DESIGN 6.2).
+        failed = await self.archives.failed_between(
+            agent_session_id, after_seq=after_seq, before_seq=claim.archive_seq
+        )
+        start_seq = failed[0].start_seq if failed else archive.start_seq
+        messages = await self.archives.messages(agent_session_id, [(start_seq, archive.end_seq)])
+        return Work(
+            archive=archive,
+            prior=prior or WorkingMemory.empty(),
+            messages=messages,
+            covers_failed_archives=[row.archive_seq for row in failed],
+        )
+
+    async def finish(self, claim: Claim, work: Work, generated: Generated) -> None:
+        await self._owned(claim, lock=True)
+        result = generated.result
+        rows = []
+        for position, section in enumerate(SECTIONS, start=1):
+            content = result.sections[section]
+            decision = result.decision(section)
+            rows.append(
+                {
+                    "agent_session_id": claim.agent_session_id,
+                    "archive_seq": claim.archive_seq,
+                    "section": section.value,
+                    "position": position,
+                    "content": content,
+                    "content_sha256": hashlib.sha256(content.encode()).hexdigest(),
+                    "token_count": result.token_counts[section],
+                    "item_count": result.item_counts[section],
+                    "op_requested": None
+                    if decision.requested is None
+                    else decision.requested.value,
+                    "op_applied": decision.applied.value,
+                    "guard": None if decision.guard is None else decision.guard.value,
+                    "reason": decision.reason.value,
+                    "details": _json_safe(dict(decision.details)),
+                    "generator": generated.generator,
+                    "model": generated.model,
+                    "prompt_version": generated.prompt_version,
+                }
+            )
+        await self.archives.insert_sections(rows)
+        usage = generated.usage
+        await self.archives.set_fields(
+            claim.agent_session_id,
+            claim.archive_seq,
+            status=ArchiveStatus.DONE,
+            overview=result.markdown,
+            abstract=abstract_of(result.sections),
+            generator=generated.generator,
+            generator_note=generated.note,
+            model=generated.model,
+            prompt_version=generated.prompt_version,
+            usage={
+                "prompt_tokens": usage.prompt_tokens,
+                "completion_tokens": usage.completion_tokens,
+                "calls": usage.calls,
+                "batches": generated.batches,
+            },
+            covers_failed_archives=work.covers_failed_archives,
+            upgraded_from_legacy=generated.upgraded_from_legacy,
+            wm_tokens=result.total_tokens,
+            lease_until=None,
+            last_error=None,
+            error_stage=None,
+            finished_at=func.now(),
+        )
+
+    async def reschedule(self, claim: Claim, *, delay_s: float, stage: str, message: str) -> None:
+        await self._owned(claim, lock=True)
+        await self.archives.reschedule(
+            claim.agent_session_id,
+            claim.archive_seq,
+            delay_s=delay_s,
+            last_error=message[:2000],
+            error_stage=stage,
+        )
+
+    async def fail(self, claim: Claim, *, stage: str, message: str) -> None:
+        await self._owned(claim, lock=True)
+        await self.archives.set_fields(
+            claim.agent_session_id,
+            claim.archive_seq,
+            status=ArchiveStatus.FAILED,
+            lease_until=None,
+            last_error=message[:2000],
+            error_stage=stage,
+            finished_at=func.now(),
+        )

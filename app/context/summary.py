@@ -1,0 +1,191 @@
+"""The ``[Session History Summary]`` message: the working memory within its token layer.
+
+Owns the ordered reduction of DESIGN 7 (item cuts, then whole sections, Current State, Errors &
+Corrections and Open Issues last), each cut marked in the text and reported, and the cut of a
+legacy free-text summary. Pure; never decides the layer (``budget``) or what else is sent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Final
+
+from app.archives.working_memory import WorkingMemory
+from app.wm.items import is_heading
+from app.wm.sections import SECTIONS, Section, render
+from app.wm.tokens import TokenCounter
+
+FILES_KEEP_FIRST: Final = 20
+KEY_FACTS_KEEP_NEWEST: Final = 25
+
+SUMMARY_HEADER: Final = "[Session History Summary]"
+SECTION_CUT_MARKER: Final = "[cut to fit the token budget]"
+
+
+class CutKind(StrEnum):
+    ITEMS = "items"
+    """Items of a section beyond what the reduction keeps."""
+    SECTION = "section"
+    """A whole section."""
+    TEXT = "text"
+    """Trailing lines of a legacy free-text summary, which has no sections to cut."""
+
+
+@dataclass(frozen=True, slots=True)
+class Cut:
+    kind: CutKind
+    section: Section | None
+    removed: int
+    """Items (or lines, for ``TEXT``) that the cut took out."""
+
+
+@dataclass(frozen=True, slots=True)
+class ReductionStep:
+    kind: CutKind
+    section: Section
+    keep: int = 0
+    keep_newest: bool = False
+
+
+REDUCTION_ORDER: Final[tuple[ReductionStep, ...]] = (
+    ReductionStep(CutKind.ITEMS, Section.FILES, keep=FILES_KEEP_FIRST),
+    ReductionStep(CutKind.ITEMS, Section.KEY_FACTS, keep=KEY_FACTS_KEEP_NEWEST, keep_newest=True),
+    ReductionStep(CutKind.SECTION, Section.SESSION_TITLE),
+    ReductionStep(CutKind.SECTION, Section.FILES),
+    ReductionStep(CutKind.SECTION, Section.KEY_FACTS),
+    ReductionStep(CutKind.SECTION, Section.TASK_AND_GOALS),
+    ReductionStep(CutKind.SECTION, Section.CURRENT_STATE),
+    ReductionStep(CutKind.SECTION, Section.ERRORS),
+    ReductionStep(CutKind.SECTION, Section.OPEN_ISSUES),
+)
+"""DESIGN 7: the order in which a summary that does not fit its layer is reduced."""
+
+
+@dataclass(frozen=True, slots=True)
+class Summary:
+    """The ``[Session History Summary]`` message text, or ``None`` when nothing of it fits."""
+
+    text: str | None
+    tokens: int
+    cuts: tuple[Cut, ...] = ()
+
+
+def _item_lines(body: str) -> list[int]:
+    return [i for i, line in enumerate(body.splitlines()) if line.strip() and not is_heading(line)]
+
+
+def _apply(step: ReductionStep, bodies: dict[Section, str]) -> Cut | None:
+    body = bodies[step.section]
+    items = _item_lines(body)
+    if step.kind is CutKind.SECTION:
+        if not body or body == SECTION_CUT_MARKER:
+            return None
+        bodies[step.section] = SECTION_CUT_MARKER
+        return Cut(CutKind.SECTION, step.section, len(items))
+    removed = len(items) - step.keep
+    if removed <= 0:
+        return None
+    lines = body.splitlines()
+    if step.keep_newest:
+        marker = f"- [cut: {removed} older items, to fit the token budget]"
+        bodies[step.section] = "\n".join([marker, *lines[items[removed] :]])
+    else:
+        marker = f"- [cut: {removed} more items, to fit the token budget]"
+        bodies[step.section] = "\n".join([*lines[: items[step.keep]], marker]).strip()
+    return Cut(CutKind.ITEMS, step.section, removed)
+
+
+def _summary_text(bodies: Mapping[Section, str]) -> str:
+    return f"{SUMMARY_HEADER}\n\n{render(bodies)}"
+
+
+def _section_block(section: Section, body: str) -> str:
+    return f"## {section.value}\n{body}\n\n" if body else f"## {section.value}\n\n"
+
+
+def summarise_sections(
+    sections: Mapping[Section, str], layer: int, counter: TokenCounter
+) -> Summary:
+    """The summary of a seven-section WM within ``layer`` tokens, reduced in ``REDUCTION_ORDER``.
+
+    Each section block is counted once and recounted only when a step changes it; the text that
+    is sent is counted once at the end (token counts are not exactly additive across blocks, so
+    that count decides, and reduction goes on while it is over the layer). A step that would not
+    make the summary shorter (a body shorter than its cut marker) is skipped.
+    """
+    if layer <= 0:
+        return Summary(None, 0)
+    bodies = {section: sections.get(section, "").strip() for section in SECTIONS}
+    blocks = {section: counter(_section_block(section, bodies[section])) for section in SECTIONS}
+    fixed = counter(f"{SUMMARY_HEADER}\n\n# Working Memory\n\n")
+    steps = iter(REDUCTION_ORDER)
+    cuts: list[Cut] = []
+    while fixed + sum(blocks.values()) > layer:
+        step = next(steps, None)
+        if step is None:
+            break
+        before = bodies[step.section]
+        cut = _apply(step, bodies)
+        if cut is None:
+            continue
+        block = counter(_section_block(step.section, bodies[step.section]))
+        if block >= blocks[step.section]:
+            # A body shorter than its cut marker: cutting it would only make the summary longer.
+            bodies[step.section] = before
+            continue
+        cuts.append(cut)
+        blocks[step.section] = block
+    text = _summary_text(bodies)
+    tokens = counter(text)
+    while tokens > layer:
+        step = next(steps, None)
+        if step is None:
+            return Summary(None, 0)
+        before = bodies[step.section]
+        cut = _apply(step, bodies)
+        if cut is None:
+            continue
+        shorter = _summary_text(bodies)
+        shorter_tokens = counter(shorter)
+        if shorter_tokens >= tokens:
+            bodies[step.section] = before
+            continue
+        cuts.append(cut)
+        text, tokens = shorter, shorter_tokens
+    return Summary(text, tokens, tuple(cuts))
+
+
+def summarise_legacy(text: str, layer: int, counter: TokenCounter) -> Summary:
+    """A legacy free-text summary within ``layer``: its leading lines that fit, the cut marked."""
+    if layer <= 0:
+        return Summary(None, 0)
+    full = f"{SUMMARY_HEADER}\n\n{text.strip()}\n"
+    tokens = counter(full)
+    if tokens <= layer:
+        return Summary(full, tokens)
+    lines = text.strip().splitlines()
+
+    def shortened(keep: int) -> str:
+        marker = f"[cut: {len(lines) - keep} more lines, to fit the token budget]"
+        return "\n".join([f"{SUMMARY_HEADER}\n", *lines[:keep], marker]) + "\n"
+
+    low, high = -1, len(lines) - 1
+    while low < high:
+        middle = (low + high + 1) // 2
+        if counter(shortened(middle)) <= layer:
+            low = middle
+        else:
+            high = middle - 1
+    if low < 0:
+        return Summary(None, 0)
+    kept = shortened(low)
+    return Summary(kept, counter(kept), (Cut(CutKind.TEXT, None, len(lines) - low),))
+
+
+def summarise(working_memory: WorkingMemory, layer: int, counter: TokenCounter) -> Summary:
+    """The summary of a working memory: its sections, or its legacy free text."""
+    if working_memory.legacy_text is not None:
+        return summarise_legacy(working_memory.legacy_text, layer, counter)
+    return summarise_sections(working_memory.sections, layer, counter)
