@@ -275,3 +275,32 @@ async def test_pending_tokens_after_racing_appends_and_commits(
     assert sorted(covered) == list(
         range(1, state["message_count"] - state["live_message_count"] + 1)
     )
+
+
+async def pending_drift(
+    database: Database, tenant: TenantKeys, agent_session_id: str
+) -> tuple[int, int]:
+    async with database.tenant(tenant.tenant_id) as db:
+        drift = await AgentSessionService(db, tenant.principal()).check_pending(
+            uuid.UUID(agent_session_id), repair=False
+        )
+    return drift.stored, drift.recomputed
+
+
+@pytest.mark.parametrize("keep", [1, 2])
+async def test_a_commit_skipped_for_a_tool_group_keeps_pending_tokens_exact(
+    client: httpx.AsyncClient, database: Database, tenant: TenantKeys, keep: int
+) -> None:
+    """The tool group fills the keep window, so nothing can be archived: the skip must count its
+    head as pending (it is outside the window), or every later append drifts."""
+    agent_session_id = await create_session(client, tenant, keep_recent_count=10)
+    await append(client, tenant, agent_session_id, [calls("c1"), result("c1")])
+    response = await commit(client, tenant, agent_session_id, keep_recent_count=keep)
+    assert response.json()["status"] == "skipped"
+    assert response.json()["reason"] == "all_within_keep_window"
+    stored, recomputed = await pending_drift(database, tenant, agent_session_id)
+    assert stored == recomputed
+    assert response.json()["pending_tokens"] == stored
+    await append(client, tenant, agent_session_id, [user("and one more")])
+    stored, recomputed = await pending_drift(database, tenant, agent_session_id)
+    assert stored == recomputed > 0

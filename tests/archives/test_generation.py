@@ -68,3 +68,30 @@ def test_legacy_text_becomes_key_facts_and_headers_are_respected() -> None:
     with_headers = legacy_sections("## Open Issues\n- Who pays?")
     assert with_headers[Section.OPEN_ISSUES] == "- Who pays?"
     assert with_headers[Section.KEY_FACTS] == ""
+
+
+CREATED = "# Working Memory\n\n## Session Title\nBilling migration\n\n## Open Issues\n- Stripe keys"
+
+
+async def test_a_damaged_creation_payload_is_repaired_not_thrown_away() -> None:
+    """The creation call's arguments go through the same recovery as an update's: closed when
+    truncated after the document, unquoted control characters escaped; only then plain text."""
+    damaged = [
+        json.dumps({"markdown": CREATED})[:-1],  # cut before the closing brace
+        json.dumps({"markdown": CREATED}).replace("\\n", "\n"),  # raw newlines in the string
+        "```json\n" + json.dumps({"markdown": CREATED}) + "\n```",  # wrapped in a code fence
+    ]
+    for arguments in damaged:
+        chat = ScriptedChatModel([tool_call(arguments)])
+        generated = await WorkingMemoryGenerator(chat).generate(WorkingMemory.empty(), [])
+        assert generated.generator == "llm_create", arguments
+        assert generated.result.sections[Section.SESSION_TITLE] == "Billing migration"
+        assert generated.result.sections[Section.OPEN_ISSUES] == "- Stripe keys"
+
+
+async def test_an_unusable_creation_payload_falls_back_to_the_offline_extractor() -> None:
+    chat = ScriptedChatModel([tool_call('{"markdown": "# Working Memory\\n## Session Ti')])
+    messages = [{"role": "user", "content": "Please migrate billing to Stripe"}]
+    generated = await WorkingMemoryGenerator(chat).generate(WorkingMemory.empty(), messages)
+    assert generated.generator == "offline_fallback"
+    assert generated.note == "creation output unusable"

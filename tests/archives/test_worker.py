@@ -353,3 +353,75 @@ async def test_the_worker_loop_survives_errors_and_stops_on_request(own_database
     stop.set()
     await asyncio.wait_for(task, timeout=10)
     assert calls >= 4
+
+
+async def test_a_failed_archive_larger_than_the_input_budget_is_covered_whole(
+    own_database: Database, app_client: AppFactory
+) -> None:
+    """Whatever a later working memory says it covers, it received: a failed archive's messages
+    all ride along with the next archive (generation batches them), none is dropped."""
+
+    class FailingFirst(RecordingGenerator):
+        failed = False
+
+        async def generate(
+            self, prior: WorkingMemory, messages: Sequence[Mapping[str, object]]
+        ) -> Generated:
+            if not self.failed:
+                self.failed = True
+                raise PermanentModelError("rejected", code="client_error", status=400)
+            return await super().generate(prior, messages)
+
+    keys = await make_tenant(own_database)
+    generator = FailingFirst()
+    worker = ArchiveWorker(own_database, generator, FAST)
+    filler = " ".join(f"w{n}" for n in range(1_500))
+    async with app_client(own_database) as http:
+        agent_session_id = await create_session(http, keys)
+        big = [user(f"m{n} {filler}") for n in range(12)]
+        await append(http, keys, agent_session_id, big)
+        await commit(http, keys, agent_session_id, keep_recent_count=0)
+        await drain_all([worker])
+        await append(http, keys, agent_session_id, [user("second part")])
+        await commit(http, keys, agent_session_id, keep_recent_count=0)
+        await drain_all([worker])
+        state = await http.get(f"/v1/sessions/{agent_session_id}", headers=keys.read)
+    assert state.json()["total_tokens"] > 24_000, "more than one model call's input budget"
+    first, second = await archive_rows(own_database, keys.tenant_id)
+    assert (first["status"], second["status"]) == ("failed", "done")
+    assert second["covers_failed_archives"] == [1]
+    [seen] = generator.seen
+    assert [content.split(" ", 1)[0] for content in seen] == [f"m{n}" for n in range(12)] + [
+        "second"
+    ]
+
+
+async def test_history_pages_by_archive_and_position(
+    own_database: Database, app_client: AppFactory
+) -> None:
+    """A page may end inside an archive; the next one starts at the following section."""
+    keys = await make_tenant(own_database)
+    async with app_client(own_database) as http:
+        agent_session_id = await create_session(http, keys)
+        for round_ in range(8):
+            await append(http, keys, agent_session_id, [user(f"round {round_}")])
+            response = await commit(http, keys, agent_session_id, keep_recent_count=0, wait=True)
+            assert response.json()["status"] == "done"
+        rows: list[tuple[int, int]] = []
+        params: dict[str, int] = {"limit": 3}
+        while True:
+            page = await http.get(
+                f"/v1/sessions/{agent_session_id}/working-memory/history",
+                params=params,
+                headers=keys.read,
+            )
+            body = page.json()
+            rows += [(item["archive_seq"], item["position"]) for item in body["items"]]
+            if body["next_after_archive_seq"] is None:
+                break
+            params = {
+                "limit": 3,
+                "after_archive_seq": body["next_after_archive_seq"],
+                "after_position": body.get("next_after_position", 7),
+            }
+    assert rows == [(archive, position) for archive in range(1, 9) for position in range(1, 8)]

@@ -62,6 +62,14 @@ GOOD_MESSAGE_LISTS: dict[str, list[dict[str, Any]]] = {
         tool_result("c2"),
     ],
     "content parts": [{"role": "user", "content": [{"type": "text", "text": "hi"}]}],
+    "an image from a user, a refusal from the assistant": [
+        {
+            "role": "user",
+            "content": [{"type": "image_url", "image_url": {"url": "https://x/a.png"}}],
+        },
+        {"role": "assistant", "content": [{"type": "refusal", "refusal": "I cannot."}]},
+        USER,
+    ],
     "developer role": [{"role": "developer", "content": "Be brief."}, USER],
     "named participants": [{"role": "user", "name": "ann", "content": "hi"}, ASSISTANT],
 }
@@ -111,6 +119,19 @@ BAD_MESSAGE_LISTS: dict[str, tuple[list[Any], str]] = {
         ],
         "messages[1].tool_calls[0].function",
     ),
+    "a part type the role cannot send": (
+        [{"role": "system", "content": [{"type": "image_url", "image_url": {"url": "u"}}]}],
+        "messages[0].content[0].type",
+    ),
+    "an unknown part type": (
+        [{"role": "user", "content": [{"type": "bogus"}]}],
+        "messages[0].content[0].type",
+    ),
+    "a text part without text": (
+        [{"role": "user", "content": [{"type": "text"}]}],
+        "messages[0].content[0].text",
+    ),
+    "no parts at all": ([{"role": "user", "content": []}], "messages[0].content"),
     "internal fields on a message": (
         [{"role": "user", "content": "hi", "seq": 4, "tokens": 2}],
         "messages[0]",

@@ -12,6 +12,7 @@ from app.db import Database
 from app.main import create_app
 from tests.conftest import TenantKeys
 from tests.sessions.test_api import create_session
+from tests.support.fake_openai import check_chat_request
 
 TOOL_CALL = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
 
@@ -53,7 +54,117 @@ BAD_MESSAGES: list[tuple[str, dict[str, Any], int]] = [
     ),
     ("metadata not an object", {"role": "user", "content": "x", "metadata": [1]}, 422),
     ("oversized message", {"role": "user", "content": "x" * (1024 * 1024 + 1)}, 413),
+    # Content parts, by role, as the chat-completions request format defines them.
+    ("an unknown part type", {"role": "user", "content": [{"type": "bogus"}]}, 422),
+    ("a text part without text", {"role": "user", "content": [{"type": "text"}]}, 422),
+    (
+        "a text part whose text is not a string",
+        {"role": "user", "content": [{"type": "text", "text": 3}]},
+        422,
+    ),
+    ("an empty list of parts", {"role": "user", "content": []}, 422),
+    ("a part that is not an object", {"role": "user", "content": ["hello"]}, 422),
+    (
+        "a part with an unknown field",
+        {"role": "user", "content": [{"type": "text", "text": "a", "x": 1}]},
+        422,
+    ),
+    (
+        "an image part in a system message",
+        {
+            "role": "system",
+            "content": [{"type": "image_url", "image_url": {"url": "https://x/a.png"}}],
+        },
+        422,
+    ),
+    (
+        "an image part in a tool message",
+        {
+            "role": "tool",
+            "tool_call_id": "c1",
+            "content": [{"type": "image_url", "image_url": {"url": "https://x/a.png"}}],
+        },
+        422,
+    ),
+    (
+        "an image part in an assistant message",
+        {"role": "assistant", "content": [{"type": "image_url", "image_url": {"url": "data:,"}}]},
+        422,
+    ),
+    (
+        "an image part without its url",
+        {"role": "user", "content": [{"type": "image_url", "image_url": {}}]},
+        422,
+    ),
+    (
+        "a refusal part from a user",
+        {"role": "user", "content": [{"type": "refusal", "refusal": "no"}]},
+        422,
+    ),
+    (
+        "an audio part of an unknown format",
+        {
+            "role": "user",
+            "content": [{"type": "input_audio", "input_audio": {"data": "AA", "format": "ogg"}}],
+        },
+        422,
+    ),
+    (
+        "a file part naming no file",
+        {"role": "user", "content": [{"type": "file", "file": {"filename": "a.pdf"}}]},
+        422,
+    ),
 ]
+
+GOOD_PARTS: list[tuple[str, dict[str, Any]]] = [
+    (
+        "text parts from a system message",
+        {"role": "system", "content": [{"type": "text", "text": "Be brief."}]},
+    ),
+    (
+        "text and image from a user",
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "What is on this screenshot?"},
+                {
+                    "type": "image_url",
+                    "image_url": {"url": "https://example.com/a.png", "detail": "low"},
+                },
+            ],
+        },
+    ),
+    (
+        "audio and a file from a user",
+        {
+            "role": "user",
+            "content": [
+                {"type": "input_audio", "input_audio": {"data": "UklGRg==", "format": "wav"}},
+                {"type": "file", "file": {"file_id": "file-abc123"}},
+            ],
+        },
+    ),
+    (
+        "a refusal from the assistant",
+        {"role": "assistant", "content": [{"type": "refusal", "refusal": "I cannot."}]},
+    ),
+    (
+        "text parts from a tool",
+        {"role": "tool", "tool_call_id": "c1", "content": [{"type": "text", "text": "42"}]},
+    ),
+]
+
+
+@pytest.mark.parametrize(("case", "message"), GOOD_PARTS, ids=[c[0] for c in GOOD_PARTS])
+async def test_parts_each_role_may_carry_are_stored_as_sent(
+    client: httpx.AsyncClient, tenant: TenantKeys, case: str, message: dict[str, Any]
+) -> None:
+    agent_session_id = await create_session(client, tenant)
+    response = await client.post(
+        f"/v1/sessions/{agent_session_id}/messages", json=message, headers=tenant.write
+    )
+    assert response.status_code == 201, (case, response.text)
+    assert response.json()["message"]["message"]["content"] == message["content"]
 
 
 async def stored_count(client: httpx.AsyncClient, keys: TenantKeys, agent_session_id: str) -> int:
@@ -234,3 +345,29 @@ async def test_out_of_range_numbers_are_422(
         method, f"/v1/sessions/{agent_session_id}{path}", headers=tenant.write
     )
     assert response.status_code == 422, response.text
+
+
+async def test_stored_parts_reach_a_strict_chat_server_intact(
+    client: httpx.AsyncClient, tenant: TenantKeys
+) -> None:
+    """What the append accepted, the chat-completions request built from the context accepts."""
+    agent_session_id = await create_session(client, tenant)
+    by_case = dict(GOOD_PARTS)
+    conversation = [
+        by_case["text parts from a system message"],
+        by_case["text and image from a user"],
+        {"role": "assistant", "content": None, "tool_calls": [TOOL_CALL]},
+        by_case["text parts from a tool"],
+        by_case["a refusal from the assistant"],
+        by_case["audio and a file from a user"],
+    ]
+    response = await client.post(
+        f"/v1/sessions/{agent_session_id}/messages:batch",
+        json={"messages": conversation},
+        headers=tenant.write,
+    )
+    assert response.status_code == 201, response.text
+    context = await client.get(f"/v1/sessions/{agent_session_id}/context", headers=tenant.read)
+    messages = context.json()["messages"]
+    assert [m["content"] for m in messages] == [m["content"] for m in conversation]
+    check_chat_request({"model": "m", "messages": messages})

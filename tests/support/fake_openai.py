@@ -117,16 +117,59 @@ class InvalidChatRequestError(Exception):
         self.param = param
 
 
-def _check_content(value: object, param: str, *, nullable: bool) -> None:
+# Content parts each role may send, with the fields each part type requires (string-valued
+# unless an object is named): what the chat-completions API accepts, and nothing more.
+_PART_FIELDS: Mapping[str, Mapping[str, str]] = {
+    "text": {"text": "string"},
+    "refusal": {"refusal": "string"},
+    "image_url": {"image_url": "object"},
+    "input_audio": {"input_audio": "object"},
+    "file": {"file": "object"},
+}
+_PARTS_BY_ROLE: Mapping[str, frozenset[str]] = {
+    "system": frozenset({"text"}),
+    "developer": frozenset({"text"}),
+    "user": frozenset({"text", "image_url", "input_audio", "file"}),
+    "assistant": frozenset({"text", "refusal"}),
+    "tool": frozenset({"text"}),
+    "function": frozenset({"text"}),
+}
+
+
+def _check_part(part: object, role: str, where: str) -> None:
+    if not isinstance(part, dict) or not isinstance(part.get("type"), str):
+        raise InvalidChatRequestError(f"Invalid type for '{where}': expected an object.", where)
+    kind = part["type"]
+    if kind not in _PARTS_BY_ROLE[role]:
+        raise InvalidChatRequestError(
+            f"Invalid value: '{kind}'. Supported values are: "
+            f"{', '.join(sorted(_PARTS_BY_ROLE[role]))}. - '{where}.type'",
+            f"{where}.type",
+        )
+    fields = _PART_FIELDS[kind]
+    _check_keys(part, frozenset({"type", *fields}), where)
+    for name, expected in fields.items():
+        value = part.get(name)
+        if not isinstance(value, str if expected == "string" else dict):
+            raise InvalidChatRequestError(
+                f"Missing required parameter: '{where}.{name}'.", f"{where}.{name}"
+            )
+    if kind == "image_url" and not isinstance(part["image_url"].get("url"), str):
+        raise InvalidChatRequestError(
+            f"Missing required parameter: '{where}.image_url.url'.", f"{where}.image_url.url"
+        )
+
+
+def _check_content(value: object, param: str, role: str, *, nullable: bool) -> None:
     if value is None:
         if nullable:
             return
         raise InvalidChatRequestError(f"Missing required parameter: '{param}'.", param)
     if isinstance(value, str):
         return
-    if isinstance(value, list) and all(
-        isinstance(part, dict) and isinstance(part.get("type"), str) for part in value
-    ):
+    if isinstance(value, list) and value:
+        for index, part in enumerate(value):
+            _check_part(part, role, f"{param}[{index}]")
         return
     raise InvalidChatRequestError(
         f"Invalid type for '{param}': expected a string or an array of content parts.", param
@@ -189,15 +232,15 @@ def _check_message_shape(message: object, param: str) -> dict[str, Any]:
     content = message.get("content")
     if role == "assistant":
         has_calls = message.get("tool_calls") is not None or message.get("function_call")
-        _check_content(content, f"{param}.content", nullable=bool(has_calls))
+        _check_content(content, f"{param}.content", role, nullable=bool(has_calls))
     elif role == "function":
         if not isinstance(message.get("name"), str):
             raise InvalidChatRequestError(
                 f"Missing required parameter: '{param}.name'.", f"{param}.name"
             )
-        _check_content(content, f"{param}.content", nullable=True)
+        _check_content(content, f"{param}.content", role, nullable=True)
     else:
-        _check_content(content, f"{param}.content", nullable=False)
+        _check_content(content, f"{param}.content", role, nullable=False)
     if role == "tool" and not (
         isinstance(message.get("tool_call_id"), str) and message["tool_call_id"]
     ):
