@@ -98,7 +98,8 @@ def is_unavailable(error: BaseException) -> bool:
 # set_config(..., true) is SET LOCAL: both settings end with the transaction, so a pooled
 # connection never leaks one tenant into the next request.
 _SET_TENANT = (
-    f"SELECT set_config('role', '{APP_ROLE}', true), set_config('app.tenant_id', %s, true)"
+    f"SELECT set_config('role', '{APP_ROLE}', true),"
+    " set_config('app.tenant_id', %(tenant_id)s, true)"
 )
 
 
@@ -134,7 +135,7 @@ class Database:
         """One transaction as ``workmem_app`` with ``app.tenant_id`` set: RLS applies to all SQL."""
         try:
             async with self.sessions.begin() as db:
-                await (await driver(db)).execute(_SET_TENANT, (str(tenant_id),))
+                await (await driver(db)).execute(_SET_TENANT, {"tenant_id": str(tenant_id)})
                 yield db
         except (sa_exc.DBAPIError, sa_exc.TimeoutError, psycopg.OperationalError) as error:
             if is_unavailable(error):
