@@ -16,7 +16,7 @@ from typing import Final
 from app.wm.anchors import anchor_spans, anchors, title_words
 from app.wm.guards import SENTINEL, is_constraint, without_sentinel
 from app.wm.items import Marker, fresh_items, is_heading, markers_of, split_items, strip_bullet
-from app.wm.messages import ChatMessage, read_messages
+from app.wm.messages import MessageView, read_messages
 from app.wm.ops import OpKind
 from app.wm.paths import find_paths
 from app.wm.sections import SECTIONS, Section
@@ -144,12 +144,12 @@ def extract_ops(
 class _Reading:
     """What every section rule needs to know about the batch, computed once."""
 
-    def __init__(self, views: list[ChatMessage]) -> None:
+    def __init__(self, views: list[MessageView]) -> None:
         self.views = views
         self.talk = [v for v in views if v.role in ("user", "assistant") and v.text.strip()]
         # Results are matched to the latest open call with their id, not by id alone: some
         # agents reuse a call id within one conversation.
-        self.results: dict[tuple[int, int], ChatMessage] = {}
+        self.results: dict[tuple[int, int], MessageView] = {}
         open_calls: dict[str, tuple[int, int]] = {}
         for index, view in enumerate(views):
             for number, call in enumerate(view.tool_calls):
@@ -222,7 +222,7 @@ def _is_greeting(sentence: str) -> bool:
     return _GREETING.match(sentence) is not None and len(sentence.split()) <= 6
 
 
-def _label(view: ChatMessage) -> str:
+def _label(view: MessageView) -> str:
     return view.speaker if view.speaker not in ("user", "assistant") else view.role.capitalize()
 
 
@@ -613,7 +613,7 @@ def _pack_files(old: list[str], fresh: list[str], config: ExtractorConfig) -> st
 
 def _errors_op(reading: _Reading, prior: str, config: ExtractorConfig) -> dict[str, object]:
     found: list[str] = []
-    previous: ChatMessage | None = None
+    previous: MessageView | None = None
     for view in reading.views:
         if view.role == "tool":
             for line in _error_lines(view.text, tool_output=True):
@@ -643,7 +643,7 @@ def _error_lines(text: str, *, tool_output: bool) -> list[str]:
     return lines
 
 
-def _is_correction(view: ChatMessage, previous: ChatMessage | None) -> bool:
+def _is_correction(view: MessageView, previous: MessageView | None) -> bool:
     if previous is None or previous.role != "assistant":
         return False
     if previous.text.rstrip().endswith("?"):
