@@ -18,7 +18,6 @@ from app.wm.reasons import (
     DETAIL_PROBLEM,
     DETAIL_SCHEMA_VIOLATION,
     DETAIL_SENTINEL_REMOVED,
-    NEUTRAL_REASONS,
     Guard,
     Reason,
 )
@@ -34,7 +33,7 @@ class Decision:
 
     ``requested`` is None when the section's op was missing or unusable. ``guard`` names the
     section's guard when one of its rules was evaluated (a non-empty prior, or a Session Title
-    rule); ``intervened`` says whether anything other than plain acceptance happened.
+    rule).
     """
 
     section: Section
@@ -43,11 +42,6 @@ class Decision:
     guard: Guard | None
     reason: Reason
     details: Mapping[str, object] = field(default_factory=dict)
-
-    @property
-    def intervened(self) -> bool:
-        """True when something other than the plain request happened (an audit event)."""
-        return self.reason not in NEUTRAL_REASONS
 
     def to_dict(self) -> dict[str, object]:
         return {

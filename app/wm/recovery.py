@@ -32,10 +32,6 @@ class Recovery:
     path: RecoveryPath
     scanned: tuple[Section, ...] = ()
 
-    @property
-    def recovered(self) -> bool:
-        return self.arguments is not None
-
 
 _TYPOGRAPHIC_QUOTES: Final = "\u201c\u201d\u201e\u201f"
 _QUOTES: Final = '"' + _TYPOGRAPHIC_QUOTES

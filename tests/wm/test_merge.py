@@ -148,20 +148,6 @@ def test_token_counts_are_computed_once() -> None:
     assert calls == ["x"]
 
 
-@pytest.mark.parametrize(
-    ("reason", "intervened"),
-    [
-        (Reason.ACCEPTED, False),
-        (Reason.NOTHING_NEW, False),
-        (Reason.MISSING_OP, True),
-        (Reason.TITLE_NO_OVERLAP, True),
-    ],
-)
-def test_intervened_marks_every_audit_event(reason: Reason, intervened: bool) -> None:
-    result = keep_all({}, reason, counter=words)
-    assert all(decision.intervened is intervened for decision in result.decisions)
-
-
 def test_keep_all_keeps_the_prior_for_unrecoverable_arguments() -> None:
     prior = {STATE: " Now. ", Section.OPEN_ISSUES: "- q"}
     result = keep_all(prior, counter=words)

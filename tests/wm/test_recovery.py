@@ -293,11 +293,6 @@ def test_scanner(raw: str, found: dict[Section, object]) -> None:
     assert scan_sections(raw) == found
 
 
-def test_recovered_tells_whether_there_is_anything_to_merge() -> None:
-    assert recover_arguments(VALID).recovered
-    assert not recover_arguments("nothing").recovered
-
-
 def test_a_triple_encoded_payload_is_not_unwrapped_forever() -> None:
     triple = json.dumps(json.dumps(json.dumps({"Open Issues": {"op": "KEEP"}})))
     recovery = recover_arguments(triple)
