@@ -208,6 +208,15 @@ def is_well_formed(raw: object) -> bool:
     return op is not None
 
 
+def has_well_formed_op(arguments: object) -> bool:
+    """Whether one of the seven names maps to a well-formed op: arguments worth merging at all.
+
+    DESIGN 3.7: anything less (``sections`` not an object, empty, or only unusable ops) is not a
+    proposal, so nothing was recovered; it is never read as seven missing ops.
+    """
+    return any(is_well_formed(op) for op in locate_ops(arguments).values())
+
+
 def resolve(arguments: object) -> dict[Section, ResolvedOp]:
     """Every section's requested op under DESIGN 3.3/3.7: schema first, then leniency."""
     violations = schema_violations(arguments)
