@@ -47,6 +47,10 @@ _SECTION_KEY = re.compile(
     re.IGNORECASE,
 )
 _PARTIAL_TAIL = re.compile(r"[\s\",}\]" + _TYPOGRAPHIC_QUOTES + r"]+$")
+_CREATE_KEY = re.compile(
+    r"[{,]\s*[" + _QUOTES + r"]" + CREATE_FIELD + r"[" + _QUOTES + r"]\s*:", re.IGNORECASE
+)
+_FENCED = re.compile(r"\s*```[\w-]*[ \t]*\n(.*?)\n[ \t]*```\s*", re.DOTALL)
 # A drive path whose separators may all look like escapes (C:\new\table.py): two separators, or
 # one and a file extension.
 _DRIVE_PATH = re.compile(r"(?<!\w)[A-Za-z]:\\[\w.-]*[\w-](?:\\|\.[A-Za-z0-9]{1,8}(?![\w]))")
@@ -120,17 +124,24 @@ def _payload_in_strings(raw: str) -> dict[Section, object]:
 def recover_document(raw: str) -> str | None:
     """The Markdown of a creation call: its ``markdown`` argument, or a plain-text answer.
 
-    Arguments are parsed, then repaired; a text that is not JSON counts as the document itself
-    when it names at least one of the seven sections. Anything else is None (unusable: the
-    caller falls back, DESIGN 4.3). A document cut inside its string is unusable too, for the
-    same reason a cut UPDATE body is dropped: it would end mid-sentence in some section.
+    Arguments are parsed, then repaired (so a payload cut after its closing quote is used); a
+    text without a ``markdown`` key counts as the document itself, out of a code fence if it is
+    in one. Either way the document must name at least one of the seven sections; anything else
+    is None (unusable: the caller falls back, DESIGN 4.3). A document cut inside its string is
+    unusable too, for the same reason a cut UPDATE body is dropped: it would end mid-sentence.
     """
     for text in (raw, repair(raw)):
         value = None if text is None else _loads(text)
-        if isinstance(value, Mapping):
-            document = value.get(CREATE_FIELD)
-            return document if isinstance(document, str) and document.strip() else None
-    return raw if parse(raw).found else None
+        if isinstance(value, Mapping) and CREATE_FIELD in value:
+            return _usable_document(value[CREATE_FIELD])
+    if _CREATE_KEY.search(raw) is not None:
+        return None
+    fenced = _FENCED.fullmatch(raw)
+    return _usable_document(raw if fenced is None else fenced.group(1))
+
+
+def _usable_document(document: object) -> str | None:
+    return document if isinstance(document, str) and parse(document).found else None
 
 
 def _loads(text: str) -> object:

@@ -16,7 +16,7 @@ from app.wm.debug import merge_report
 from app.wm.merge import merge
 from app.wm.ops import OpKind
 from app.wm.reasons import Reason
-from app.wm.recovery import RecoveryPath, recover_arguments
+from app.wm.recovery import RecoveryPath, recover_arguments, recover_document
 from app.wm.sections import SECTIONS, Section, parse
 from tests.wm.helpers import words
 
@@ -354,3 +354,51 @@ def test_merge_of_arguments_without_a_usable_op_is_unrecoverable(arguments: obje
         for d in result.decisions
     )
     assert all("schema_violation" in d.details for d in result.decisions)
+
+
+# The creation call (DESIGN 3.3, 4.3): the Markdown string, or None when it is unusable ----------
+
+DOC = "# Working Memory\n## Session Title\nFix the parser\n## Open Issues\n- Why?"
+ENCODED = json.dumps({"markdown": DOC})
+CURLY = "{\u201cmarkdown\u201d: \u201c" + DOC.replace("\n", "\\n") + "\u201d}"
+RAW_NEWLINES = '{"markdown": "' + DOC + '"}'
+PATH_DOC = DOC + "\n- C:\\Users\\me\\new\\main.py"
+DOCUMENTS: list[tuple[str, str, str | None]] = [
+    ("intact", ENCODED, DOC),
+    ("cut after the closing quote", ENCODED[:-1], DOC),
+    ("cut after the closing quote and a comma", ENCODED[:-1] + ",\n ", DOC),
+    ("cut inside the string", ENCODED[:-3], None),
+    ("cut inside the string, raw newlines", RAW_NEWLINES[:-4], None),
+    ("typographic quotes as JSON quotes", CURLY, DOC),
+    ("typographic quotes, cut after the closing quote", CURLY[:-1], DOC),
+    ("typographic quotes in the text too",
+     "{\u201cmarkdown\u201d: \u201c## Open Issues\\n- The \u201cfast\u201d path?\u201d}",
+     "## Open Issues\n- The \u201cfast\u201d path?"),
+    ("raw newlines", RAW_NEWLINES, DOC),
+    ("raw newlines, cut after the closing quote", RAW_NEWLINES[:-1], DOC),
+    ("a raw tab", RAW_NEWLINES.replace("- Why", "-\tWhy"), DOC.replace("- Why", "-\tWhy")),
+    ("a raw control character", RAW_NEWLINES.replace("Why", "Why\x01"),
+     DOC.replace("Why", "Why\x01")),
+    ("a raw Windows path", '{"markdown": "' + PATH_DOC.replace("\n", "\\n") + '"}', PATH_DOC),
+    ("a raw Windows path and raw newlines", '{"markdown": "' + PATH_DOC + '"}', PATH_DOC),
+    ("in a code fence", "```json\n" + ENCODED + "\n```", DOC),
+    ("in prose", "Here it is: " + ENCODED + " Done.", DOC),
+    ("double-encoded", json.dumps(ENCODED), DOC),
+    ("plain Markdown", DOC, DOC),
+    ("plain Markdown in a code fence", "```markdown\n" + DOC + "\n```\n", DOC),
+    ("plain Markdown quoting a JSON object", DOC + '\n- retries {"max": 3}',
+     DOC + '\n- retries {"max": 3}'),
+    ("a document naming no section", json.dumps({"markdown": "Sorry, I cannot."}), None),
+    ("a blank document", json.dumps({"markdown": "  "}), None),
+    ("a document that is not a string", json.dumps({"markdown": 3}), None),
+    ("a null document", '{"markdown": null}', None),
+    ("plain text naming no section", "I could not write it.", None),
+    ("no text", "", None),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("raw", "document"), [pytest.param(raw, doc, id=name) for name, raw, doc in DOCUMENTS]
+)
+def test_recover_document(raw: str, document: str | None) -> None:
+    assert recover_document(raw) == document
