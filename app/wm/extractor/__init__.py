@@ -13,10 +13,10 @@ from collections.abc import Mapping, Sequence
 from app.wm.extractor.config import DEFAULT_EXTRACTOR_CONFIG, ExtractorConfig
 from app.wm.extractor.errors import errors_op
 from app.wm.extractor.files import files_op
-from app.wm.extractor.issues import QUESTION_PREFIX, TODO_PREFIX, issues_op
+from app.wm.extractor.issues import issues_op
 from app.wm.extractor.key_facts import DIGEST_PREFIX, key_facts_op
 from app.wm.extractor.reading import Reading, clip, sentences
-from app.wm.extractor.task import GOAL_PREFIX, task_op
+from app.wm.extractor.task import task_op
 from app.wm.extractor.title_state import state_op, title_op
 from app.wm.messages import read_messages
 from app.wm.sections import SECTIONS, Section
@@ -25,9 +25,6 @@ from app.wm.tokens import TokenCounter, count_tokens
 __all__ = [
     "DEFAULT_EXTRACTOR_CONFIG",
     "DIGEST_PREFIX",
-    "GOAL_PREFIX",
-    "QUESTION_PREFIX",
-    "TODO_PREFIX",
     "ExtractorConfig",
     "clip",
     "extract_ops",
