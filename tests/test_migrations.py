@@ -1,6 +1,12 @@
-"""Migrations: base → head → base → head on a fresh database, and nothing left to autogenerate."""
+"""Migrations: base → head → base → head on a fresh database, nothing left to autogenerate, and
+the legacy upgrade frozen in its revision."""
 
 from __future__ import annotations
+
+import ast
+import importlib.util
+from pathlib import Path
+from types import ModuleType
 
 import psycopg
 import pytest
@@ -8,6 +14,9 @@ from alembic import command
 from sqlalchemy.engine import make_url
 
 from app import migrations
+from app.wm.items import split_items
+from app.wm.sections import SECTIONS, parse, render
+from app.wm.tokens import count_tokens
 from tests.support.postgres import PostgresForTests
 
 
@@ -48,7 +57,6 @@ def test_round_trip_and_check(fresh_url: str) -> None:
 
 def test_revision_files_are_date_named() -> None:
     import re
-    from pathlib import Path
 
     versions = Path(migrations.__file__).resolve().parent.parent / "migrations" / "versions"
     names = [path.name for path in versions.glob("*.py")]
@@ -138,3 +146,77 @@ def test_legacy_overviews_are_upgraded_and_rendered_back(postgres: PostgresForTe
     assert overviews[0][1] == SEVEN_HEADERS.rstrip() + "\n"
     assert overviews[1][1] == "Free text: the user likes tea."
     assert overviews[2][1] is None
+
+
+# The revision's frozen copy of the working-memory core ------------------------------------------
+
+REVISION_0002 = (
+    Path(migrations.__file__).resolve().parent.parent
+    / "migrations"
+    / "versions"
+    / "2026-11-29-1500_archive_jobs_and_section_history.py"
+)
+
+
+def load_revision(path: Path) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(f"revision_{path.stem[:15]}", path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def imported_modules(path: Path) -> set[str]:
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module is not None:
+            found.add(node.module)
+    return found
+
+
+def test_the_legacy_upgrade_imports_nothing_from_the_application() -> None:
+    imported = imported_modules(REVISION_0002)
+    assert "sqlalchemy" in imported
+    assert not {name for name in imported if name == "app" or name.startswith("app.")}
+
+
+FROZEN_DOCUMENTS = [
+    SEVEN_HEADERS,
+    "Free text: the user likes tea.",
+    "",
+    "# Working Memory\n",
+    "Preamble line\n# Working Memory\n## Session Title\nT\n## Notes\nkept aside\n## Open Issues\n- q",
+    "## Session Title\nOld\n## Session Title\nappended duplicate",
+    "## 3. Task & Goals (2):\n- Never deploy\n## **Open Issues**\n1) first\n2. second",
+    "### Key Facts & Decisions\n- deep header\n### Flights\nbody text, not an item\n- item",
+    "##Session Title\nno space\n# Notes\nlevel one\n#### Files & Context\n  - nested\n\t* tab",
+    "## current   state\nlower case, spaced\r\n## Errors & Corrections:\r\n- E1\r\n",
+    "## Files & Context\n- app/main.py\n\n\n- docs/x.md   \n## Task & Goals\n-\n- \n+ plus",
+    "## Key Facts & Decisions\n- 会议 2024-05-20 决定\n- Café ünïcode\n## Open Issues (none)\n",
+]
+
+
+@pytest.mark.parametrize("document", FROZEN_DOCUMENTS)
+def test_the_frozen_parser_agrees_with_the_working_memory_core(document: str) -> None:
+    frozen = load_revision(REVISION_0002)
+    today = parse(document)
+    copy = frozen.parse(document)
+    assert copy.sections == {section.value: body for section, body in today.sections.items()}
+    assert copy.preamble == today.preamble
+    assert [(e.heading, e.body) for e in copy.extra] == [(e.heading, e.body) for e in today.extra]
+    assert copy.found == {section.value for section in today.found}
+    assert frozen.render(copy.sections) == render(today.sections)
+    for section, body in today.sections.items():
+        assert frozen.split_items(body) == split_items(body), section
+    assert frozen.split_items(document) == split_items(document)
+    assert [frozen.count_tokens(body) for body in copy.sections.values()] == [
+        count_tokens(body) for body in today.sections.values()
+    ]
+
+
+def test_the_frozen_copy_names_the_seven_sections_in_order() -> None:
+    frozen = load_revision(REVISION_0002)
+    assert tuple(section.value for section in SECTIONS) == frozen.SECTIONS

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from app.wm.extractor import extract_ops
 from app.wm.merge import MergeResult, keep_all, merge
 from app.wm.recovery import Recovery, recover_arguments
-from app.wm.schema import locate_ops
+from app.wm.schema import has_well_formed_op, locate_ops
 from app.wm.sections import ParsedDocument, parse
 from app.wm.tokens import TokenCounter, count_tokens
 
@@ -25,8 +25,9 @@ def merge_report(
 
     ``ops_text`` may be a JSON object of ops (``{"sections": ...}`` or the seven names at the
     top level), a tool call object carrying ``arguments``, or the raw argument string a model
-    returned, which then goes through recovery. Unrecoverable arguments keep the prior, and
-    every decision says ``unrecoverable_arguments``.
+    returned. Anything but an object with a well-formed op goes through recovery, exactly as the
+    service's arguments do; unrecoverable arguments keep the prior, and every decision says
+    ``unrecoverable_arguments`` (DESIGN 3.7).
     """
     document = parse(prior_markdown)
     arguments, recovery = _read_ops(ops_text)
@@ -55,13 +56,16 @@ def _read_ops(ops_text: str) -> tuple[object, Recovery | None]:
         value: object = json.loads(ops_text)
     except (ValueError, RecursionError):
         return _recover(ops_text)
+    text = ops_text
     if isinstance(value, Mapping) and not locate_ops(value):
         arguments = _tool_call_arguments(value)
-        if arguments is not None:
+        if isinstance(arguments, Mapping):
+            value, text = arguments, json.dumps(arguments)
+        elif arguments is not None:
             value = arguments
-    if isinstance(value, Mapping):
+    if has_well_formed_op(value):
         return value, None
-    return _recover(value if isinstance(value, str) else ops_text)
+    return _recover(value if isinstance(value, str) else text)
 
 
 def _recover(text: str) -> tuple[object, Recovery]:

@@ -18,7 +18,6 @@ from app.wm.reasons import (
     DETAIL_PROBLEM,
     DETAIL_SCHEMA_VIOLATION,
     DETAIL_SENTINEL_REMOVED,
-    NEUTRAL_REASONS,
     Guard,
     Reason,
 )
@@ -34,7 +33,7 @@ class Decision:
 
     ``requested`` is None when the section's op was missing or unusable. ``guard`` names the
     section's guard when one of its rules was evaluated (a non-empty prior, or a Session Title
-    rule); ``intervened`` says whether anything other than plain acceptance happened.
+    rule).
     """
 
     section: Section
@@ -43,11 +42,6 @@ class Decision:
     guard: Guard | None
     reason: Reason
     details: Mapping[str, object] = field(default_factory=dict)
-
-    @property
-    def intervened(self) -> bool:
-        """True when something other than the plain request happened (an audit event)."""
-        return self.reason not in NEUTRAL_REASONS
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -108,8 +102,25 @@ def merge(
     config: GuardConfig = DEFAULT_CONFIG,
     counter: TokenCounter = count_tokens,
 ) -> MergeResult:
-    """Apply one proposal (tool arguments, already parsed) to the prior seven sections."""
+    """Apply one proposal (tool arguments, already parsed) to the prior seven sections.
+
+    Arguments in which no section has a usable op are no proposal at all (DESIGN 3.7): the prior
+    is kept and every decision says ``unrecoverable_arguments``, with why in its details.
+    """
     resolved = resolve(ops)
+    if all(entry.op is None for entry in resolved.values()):
+        unusable = [
+            Decision(
+                section,
+                None,
+                OpKind.KEEP,
+                None,
+                Reason.UNRECOVERABLE_ARGUMENTS,
+                _problem_details(resolved[section]),
+            )
+            for section in SECTIONS
+        ]
+        return result_of({s: prior.get(s, "").strip() for s in SECTIONS}, unusable, counter)
     context = GuardContext(config, counter)
     bodies: dict[Section, str] = {}
     decisions: list[Decision] = []
@@ -168,12 +179,8 @@ _TITLE_RULES: Final = Guard.TITLE_STABILITY
 def _merge_section(
     section: Section, before: str, resolved: ResolvedOp, context: GuardContext
 ) -> tuple[str, Decision]:
-    details: dict[str, object] = {}
-    if resolved.schema_violation is not None:
-        details[DETAIL_SCHEMA_VIOLATION] = resolved.schema_violation
+    details = _problem_details(resolved)
     if resolved.op is None:
-        if resolved.detail is not None:
-            details[DETAIL_PROBLEM] = resolved.detail
         reason = resolved.problem or Reason.INVALID_OP
         return before, Decision(section, None, OpKind.KEEP, None, reason, details)
     requested = resolved.op.kind
@@ -203,6 +210,16 @@ def _merge_section(
     details.update(verdict.details)
     body = _apply(before, verdict.op)
     return body, Decision(section, requested, verdict.op.kind, guard, verdict.reason, details)
+
+
+def _problem_details(resolved: ResolvedOp) -> dict[str, object]:
+    """The schema violation of a section's op and, when it is unusable, why."""
+    details: dict[str, object] = {}
+    if resolved.schema_violation is not None:
+        details[DETAIL_SCHEMA_VIOLATION] = resolved.schema_violation
+    if resolved.detail is not None:
+        details[DETAIL_PROBLEM] = resolved.detail
+    return details
 
 
 def _without_sentinel_op(op: SectionOp) -> SectionOp:

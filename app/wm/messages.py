@@ -16,14 +16,16 @@ KNOWN_ROLES: Final = frozenset({"system", "user", "assistant", "tool"})
 
 
 @dataclass(frozen=True, slots=True)
-class ToolCall:
+class ToolCallView:
+    """One tool call of an assistant message, arguments always as a string."""
+
     call_id: str
     name: str
     arguments: str
 
 
 @dataclass(frozen=True, slots=True)
-class ChatMessage:
+class MessageView:
     """One message: ``role`` is one of system, user, assistant, tool (anything else reads as user).
 
     ``tool_name`` is the name of the tool a ``tool`` message answers; ``speaker`` is the message's
@@ -34,7 +36,7 @@ class ChatMessage:
     role: str
     text: str
     speaker: str
-    tool_calls: tuple[ToolCall, ...] = ()
+    tool_calls: tuple[ToolCallView, ...] = ()
     tool_name: str = ""
     tool_call_id: str = ""
 
@@ -53,10 +55,10 @@ def content_text(content: object) -> str:
     return ""
 
 
-def _tool_calls(raw: object) -> tuple[ToolCall, ...]:
+def _tool_calls(raw: object) -> tuple[ToolCallView, ...]:
     if not isinstance(raw, list):
         return ()
-    calls: list[ToolCall] = []
+    calls: list[ToolCallView] = []
     for entry in raw:
         if not isinstance(entry, Mapping):
             continue
@@ -69,7 +71,7 @@ def _tool_calls(raw: object) -> tuple[ToolCall, ...]:
             arguments = "" if arguments is None else json.dumps(arguments, ensure_ascii=False)
         call_id = entry.get("id")
         calls.append(
-            ToolCall(
+            ToolCallView(
                 call_id=call_id if isinstance(call_id, str) else "",
                 name=name if isinstance(name, str) else "",
                 arguments=arguments,
@@ -78,10 +80,10 @@ def _tool_calls(raw: object) -> tuple[ToolCall, ...]:
     return tuple(calls)
 
 
-def read_messages(messages: Iterable[object]) -> list[ChatMessage]:
+def read_messages(messages: Iterable[object]) -> list[MessageView]:
     """Typed views of the messages, in order; entries that are not objects are skipped."""
     names_by_call: dict[str, str] = {}
-    read: list[ChatMessage] = []
+    read: list[MessageView] = []
     for position, message in enumerate(messages):
         if not isinstance(message, Mapping):
             continue
@@ -99,7 +101,7 @@ def read_messages(messages: Iterable[object]) -> list[ChatMessage]:
         if role == "tool":
             tool_name = name or names_by_call.get(answered, "") or "tool"
         read.append(
-            ChatMessage(
+            MessageView(
                 position=position,
                 role=role,
                 text=content_text(message.get("content")),

@@ -62,10 +62,6 @@ def find_paths(text: str) -> list[str]:
     return sorted(found, key=lambda path: found[path])
 
 
-def path_set(text: str) -> frozenset[str]:
-    return frozenset(find_paths(text))
-
-
 def _url_path(url: str) -> str:
     try:
         return urlsplit(url).path

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Final
 
-from app.wm.messages import ChatMessage, arguments_summary, read_messages
+from app.wm.messages import MessageView, arguments_summary, read_messages
 from app.wm.schema import CREATE_FIELD, CREATE_TOOL_NAME, UPDATE_TOOL_NAME
 from app.wm.sections import SECTIONS
 from app.wm.tokens import TokenCounter, count_tokens
@@ -89,7 +89,7 @@ def cut_text(text: str, limit: int = MESSAGE_CHAR_LIMIT) -> str:
     return f"{text[:head]}\n[... {cut} characters cut ...]\n{text[-tail:]}"
 
 
-def render_message(message: ChatMessage, limit: int = MESSAGE_CHAR_LIMIT) -> str:
+def render_message(message: MessageView, limit: int = MESSAGE_CHAR_LIMIT) -> str:
     """``[role]: text``; tool calls ``[tool:<name>] <args>``; results ``[tool result:<name>]``."""
     lines: list[str] = []
     if message.role == "tool":

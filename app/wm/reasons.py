@@ -52,9 +52,6 @@ class RecoveryPath(StrEnum):
     UNRECOVERABLE = "unrecoverable"
 
 
-NEUTRAL_REASONS: Final[frozenset[Reason]] = frozenset({Reason.ACCEPTED, Reason.NOTHING_NEW})
-"""Reasons that mean "nothing was overruled": every other reason is an intervention to audit."""
-
 # Details each reason carries (all JSON values), for the audit queries and the API:
 #   any decision           schema_violation (validator message), problem (why an op is unusable),
 #                          sentinel_removed (a Key Facts op carried the guard's sentinel)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from app.wm.reasons import RecoveryPath
-from app.wm.schema import CREATE_FIELD, is_well_formed, locate_ops
+from app.wm.schema import CREATE_FIELD, has_well_formed_op, is_well_formed, locate_ops
 from app.wm.sections import SECTIONS, Section, parse, section_for
 
 __all__ = ["Recovery", "RecoveryPath", "recover_arguments", "recover_document", "repair"]
@@ -25,16 +25,12 @@ class Recovery:
     """Usable arguments (``{"sections": {...}}``) or None, and which path produced them.
 
     ``scanned`` names the sections the scanner supplied; with ``parsed`` or ``repaired`` they are
-    the ones the parse did not yield.
+    the ones the parse did not yield a well-formed op for.
     """
 
     arguments: dict[str, object] | None
     path: RecoveryPath
     scanned: tuple[Section, ...] = ()
-
-    @property
-    def recovered(self) -> bool:
-        return self.arguments is not None
 
 
 _TYPOGRAPHIC_QUOTES: Final = "\u201c\u201d\u201e\u201f"
@@ -51,46 +47,101 @@ _SECTION_KEY = re.compile(
     re.IGNORECASE,
 )
 _PARTIAL_TAIL = re.compile(r"[\s\",}\]" + _TYPOGRAPHIC_QUOTES + r"]+$")
+_CREATE_KEY = re.compile(
+    r"[{,]\s*[" + _QUOTES + r"]" + CREATE_FIELD + r"[" + _QUOTES + r"]\s*:", re.IGNORECASE
+)
+_FENCED = re.compile(r"\s*```[\w-]*[ \t]*\n(.*?)\n[ \t]*```\s*", re.DOTALL)
+# A drive path whose separators may all look like escapes (C:\new\table.py): two separators, or
+# one and a file extension.
+_DRIVE_PATH = re.compile(r"(?<!\w)[A-Za-z]:\\[\w.-]*[\w-](?:\\|\.[A-Za-z0-9]{1,8}(?![\w]))")
+_ESCAPE_CODES: Final = '"\\/bfnrt' + _TYPOGRAPHIC_QUOTES
 
 
 def recover_arguments(raw: str) -> Recovery:
-    """Usable arguments from a tool-call argument string, by the first path that works."""
+    """Usable arguments from a tool-call argument string, by the first path that works.
+
+    A parse or repair counts only when it yields a well-formed op for one of the seven names
+    (DESIGN 3.7); the scanner then reads every section the parse did not yield a well-formed op
+    for, and the union is used: parsed well-formed ops first, then scanned ones, then parsed
+    unusable ones (kept so that the merge reports them). When neither finds anything, a payload
+    given as a JSON string inside a wrapper (``{"tool_input": "{...}"}``) is read from that string.
+    """
+    recovery = _recover(raw)
+    if recovery.arguments is None:
+        inside = _payload_in_strings(raw)
+        if inside:
+            return _combined(RecoveryPath.SCANNED, {}, inside)
+    return recovery
+
+
+def _recover(raw: str) -> Recovery:
     path: RecoveryPath | None = None
-    ops: dict[Section, object] = {}
+    located: dict[Section, object] = {}
     parsed = _loads(raw)
-    if _has_well_formed_op(parsed):
-        path, ops = RecoveryPath.PARSED, locate_ops(parsed)
+    if has_well_formed_op(parsed):
+        path, located = RecoveryPath.PARSED, locate_ops(parsed)
     else:
         repaired_text = repair(raw)
         repaired = None if repaired_text is None else _loads(repaired_text)
-        if _has_well_formed_op(repaired):
-            path, ops = RecoveryPath.REPAIRED, locate_ops(repaired)
-    scanned = scan_sections(raw, skip=frozenset(ops))
-    if not ops and not scanned:
+        if has_well_formed_op(repaired):
+            path, located = RecoveryPath.REPAIRED, locate_ops(repaired)
+    yielded = {section for section, op in located.items() if is_well_formed(op)}
+    scanned = scan_sections(raw, skip=frozenset(yielded))
+    if path is None and not scanned:
         return Recovery(None, RecoveryPath.UNRECOVERABLE)
-    combined = {**ops, **scanned}
+    return _combined(path or RecoveryPath.SCANNED, located, scanned)
+
+
+def _combined(
+    path: RecoveryPath, located: Mapping[Section, object], scanned: Mapping[Section, object]
+) -> Recovery:
+    combined = {**located, **scanned}
+    for section, op in located.items():
+        if is_well_formed(op):
+            combined[section] = op
     sections = {s.value: combined[s] for s in SECTIONS if s in combined}
-    return Recovery(
-        {"sections": sections},
-        path or RecoveryPath.SCANNED,
-        tuple(s for s in SECTIONS if s in scanned),
-    )
+    return Recovery({"sections": sections}, path, tuple(s for s in SECTIONS if s in scanned))
+
+
+def _payload_in_strings(raw: str) -> dict[Section, object]:
+    """Ops of a payload serialised into a string value (one level deep), first string first."""
+    found: dict[Section, object] = {}
+    index, end = 0, len(raw)
+    while index < end:
+        if raw[index] not in _QUOTES or (index and raw[index - 1] == "\\"):
+            index += 1
+            continue
+        text, index, _ = _read_string(raw, index, end)
+        if _SECTION_KEY.search(text) is None:
+            continue
+        inner = _recover(text)
+        if inner.arguments is not None:
+            for section, op in locate_ops(inner.arguments).items():
+                found.setdefault(section, op)
+    return found
 
 
 def recover_document(raw: str) -> str | None:
     """The Markdown of a creation call: its ``markdown`` argument, or a plain-text answer.
 
-    Arguments are parsed, then repaired; a text that is not JSON counts as the document itself
-    when it names at least one of the seven sections. Anything else is None (unusable: the
-    caller falls back, DESIGN 4.3). A document cut inside its string is unusable too, for the
-    same reason a cut UPDATE body is dropped: it would end mid-sentence in some section.
+    Arguments are parsed, then repaired (so a payload cut after its closing quote is used); a
+    text without a ``markdown`` key counts as the document itself, out of a code fence if it is
+    in one. Either way the document must name at least one of the seven sections; anything else
+    is None (unusable: the caller falls back, DESIGN 4.3). A document cut inside its string is
+    unusable too, for the same reason a cut UPDATE body is dropped: it would end mid-sentence.
     """
     for text in (raw, repair(raw)):
         value = None if text is None else _loads(text)
-        if isinstance(value, Mapping):
-            document = value.get(CREATE_FIELD)
-            return document if isinstance(document, str) and document.strip() else None
-    return raw if parse(raw).found else None
+        if isinstance(value, Mapping) and CREATE_FIELD in value:
+            return _usable_document(value[CREATE_FIELD])
+    if _CREATE_KEY.search(raw) is not None:
+        return None
+    fenced = _FENCED.fullmatch(raw)
+    return _usable_document(raw if fenced is None else fenced.group(1))
+
+
+def _usable_document(document: object) -> str | None:
+    return document if isinstance(document, str) and parse(document).found else None
 
 
 def _loads(text: str) -> object:
@@ -106,10 +157,6 @@ def _loads(text: str) -> object:
     return None
 
 
-def _has_well_formed_op(value: object) -> bool:
-    return any(is_well_formed(op) for op in locate_ops(value).values())
-
-
 # Repair ----------------------------------------------------------------------------------------
 
 
@@ -117,10 +164,12 @@ def repair(raw: str) -> str | None:
     """The payload with the damage JSON can be fixed for, or None when only the scanner can help.
 
     Starts at the first ``{`` (prose and code fences around it are dropped), stops at its
-    matching ``}``, turns typographic quotes used as JSON quotes into ``"``, escapes raw control
-    characters inside strings, drops commas before a closer, and closes what a truncation left
-    open. A payload cut inside a string or a number is not repaired: closing it would invent a
-    value the model did not finish.
+    matching ``}``, turns typographic quotes used as JSON quotes into ``"`` (a string opened by
+    one ends at a quote that ends a value; other quotes in it are text), escapes raw control
+    characters and raw backslashes (a Windows path) inside strings, drops commas before a closer,
+    and closes what a truncation left open. A payload cut inside a string, a number, after a key
+    or in a list before its first item is not repaired: closing it would invent a value the
+    model did not finish.
     """
     start = raw.find("{")
     if start < 0:
@@ -128,29 +177,38 @@ def repair(raw: str) -> str | None:
     out: list[str] = []
     stack: list[str] = []
     closers = ""
-    escaped = False
-    for char in raw[start:]:
+    literal = False
+    index, end = start, len(raw)
+    while index < end:
+        char = raw[index]
+        index += 1
         if closers:
-            if escaped:
-                out.append(char)
-                escaped = False
+            if char == "\\" and not literal:
+                if index >= end:
+                    return None
+                # An escape (the word holds no raw backslash): copied as it is, except before a
+                # typographic quote, which is text once the backslash is gone.
+                escaped = raw[index]
+                out.append(escaped if escaped in _TYPOGRAPHIC_QUOTES else char + escaped)
+                index += 1
             elif char == "\\":
-                out.append(char)
-                escaped = True
-            elif char in closers:
+                out.append("\\\\")
+            elif char in closers and (closers == '"' or _ends_value(raw, index, end)):
                 out.append('"')
                 closers = ""
+            elif char == '"':
+                out.append('\\"')
             elif ord(char) < 0x20:
                 out.append(_escape_control(char))
             else:
                 out.append(char)
+            if char.isspace():
+                literal = _backslashes_are_text(raw, index, end)
             continue
-        if char == '"':
-            closers = '"'
-            out.append(char)
-        elif char in _TYPOGRAPHIC_QUOTES:
-            closers = _QUOTES
+        if char in _QUOTES:
+            closers = '"' if char == '"' else _QUOTES
             out.append('"')
+            literal = _backslashes_are_text(raw, index, end)
         elif char in "{[":
             stack.append("}" if char == "{" else "]")
             out.append(char)
@@ -167,9 +225,48 @@ def repair(raw: str) -> str | None:
         return None
     _drop_trailing_comma(out)
     text = "".join(out).rstrip()
-    if text.endswith(":") or _ends_in_number(text):
+    if text.endswith((":", "[")) or _ends_in_number(text):
         return None
     return text + "".join(reversed(stack))
+
+
+def _ends_value(text: str, index: int, end: int) -> bool:
+    """Whether a quote just before ``index`` ends a JSON value: what follows closes or separates."""
+    after = _skip_space(text, index, end)
+    return after >= end or text[after] in _AFTER_STRING
+
+
+def _backslashes_are_text(text: str, index: int, end: int) -> bool:
+    r"""Whether the word at ``index`` (up to a space or a quote) holds backslashes written raw.
+
+    One backslash that starts no JSON escape (``\U``, ``\m``, one before a space), or a drive
+    path (``C:\new\table.py``), says the model typed a Windows path without escaping it: every
+    backslash of the word is then text, ``\n``-looking ones included, so the text recovered is
+    the text written. Escapes in other words of the same string still decode.
+    """
+    stop = index
+    while stop < end:
+        char = text[stop]
+        if char.isspace() or char in _QUOTES:
+            break
+        if char != "\\":
+            stop += 1
+            continue
+        if stop + 1 >= end:
+            break
+        code = text[stop + 1]
+        if code == "u":
+            digits = text[stop + 2 : min(stop + 6, end)]
+            if len(digits) < 4:
+                break
+            if _HEX4.fullmatch(digits) is None:
+                return True
+            stop += 6
+        elif code in _ESCAPE_CODES:
+            stop += 2
+        else:
+            return True
+    return _DRIVE_PATH.search(text, index, stop) is not None
 
 
 def _escape_control(char: str) -> str:
@@ -265,7 +362,9 @@ def _read_value(text: str, index: int, end: int, keep_partial: bool) -> tuple[ob
             return (partial, index) if partial.strip() else (_ABSENT, index)
         return _ABSENT, index
     if char == "[":
-        return _read_items(text, index + 1, end)
+        items, index, cut = _read_items(text, index + 1, end)
+        # A list cut before its first complete item has no value, like a cut string.
+        return (_ABSENT if cut and not items else items), index
     if char == "{":
         return _ABSENT, _skip_object(text, index + 1, end)
     while index < end and text[index] not in ",}":
@@ -282,20 +381,21 @@ def _read_string(text: str, index: int, end: int) -> tuple[str, int, bool]:
     closers = '"' if text[index] == '"' else _QUOTES
     chars: list[str] = []
     index += 1
+    literal = _backslashes_are_text(text, index, end)
     while index < end:
         char = text[index]
-        if char == "\\":
+        if char == "\\" and not literal:
             if index + 1 >= end:
                 return "".join(chars), end, False
             decoded, index = _read_escape(text, index, end)
             chars.append(decoded)
             continue
-        if char in closers:
-            after = _skip_space(text, index + 1, end)
-            if after >= end or text[after] in _AFTER_STRING:
-                return "".join(chars), index + 1, True
+        if char in closers and _ends_value(text, index + 1, end):
+            return "".join(chars), index + 1, True
         chars.append(char)
         index += 1
+        if char.isspace():
+            literal = _backslashes_are_text(text, index, end)
     return "".join(chars), end, False
 
 
@@ -306,26 +406,29 @@ def _read_escape(text: str, index: int, end: int) -> tuple[str, int]:
     return _ESCAPES.get(code, code), index + 2
 
 
-def _read_items(text: str, index: int, end: int) -> tuple[object, int]:
+def _read_items(text: str, index: int, end: int) -> tuple[list[object], int, bool]:
+    """The complete items of a list, where reading stopped, and whether the text ended first."""
     items: list[object] = []
     while True:
         index = _skip_space(text, index, end, ",")
         if index >= end:
-            return items, index
+            return items, index, True
         char = text[index]
         if char == "]":
-            return items, index + 1
+            return items, index + 1, False
         if char in _QUOTES:
             value, index, closed = _read_string(text, index, end)
             if not closed:
-                return items, index
+                return items, index, True
             items.append(value)
             continue
         number = _NUMBER.match(text, index, end)
         if number is not None:
             after = _skip_space(text, number.end(), end)
-            if after >= end or text[after] not in ",]":
-                return items, after
+            if after >= end:
+                return items, after, True
+            if text[after] not in ",]":
+                return items, after, False
             literal = number.group(0)
             items.append(json.loads(literal))
             index = after

@@ -111,7 +111,6 @@ CREATE_TOOL: Final = _tool(
 )
 
 UPDATE_VALIDATOR: Final = Draft202012Validator(UPDATE_ARGUMENTS_SCHEMA)
-CREATE_VALIDATOR: Final = Draft202012Validator(CREATE_ARGUMENTS_SCHEMA)
 
 _MESSAGE_LIMIT: Final = 300
 
@@ -207,6 +206,15 @@ def _item_text(value: object) -> str | None:
 def is_well_formed(raw: object) -> bool:
     op, _ = interpret(raw)
     return op is not None
+
+
+def has_well_formed_op(arguments: object) -> bool:
+    """Whether one of the seven names maps to a well-formed op: arguments worth merging at all.
+
+    DESIGN 3.7: anything less (``sections`` not an object, empty, or only unusable ops) is not a
+    proposal, so nothing was recovered; it is never read as seven missing ops.
+    """
+    return any(is_well_formed(op) for op in locate_ops(arguments).values())
 
 
 def resolve(arguments: object) -> dict[Section, ResolvedOp]:

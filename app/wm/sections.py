@@ -49,10 +49,6 @@ class ParsedDocument:
     extra: tuple[ExtraSection, ...] = ()
     found: frozenset[Section] = field(default_factory=frozenset)
 
-    @property
-    def markdown(self) -> str:
-        return render(self.sections)
-
 
 def empty_sections() -> dict[Section, str]:
     return dict.fromkeys(SECTIONS, "")

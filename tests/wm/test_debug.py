@@ -73,9 +73,15 @@ def test_unrecoverable_arguments_keep_the_prior(ops_text: str) -> None:
     assert report["recovery"] == {"path": "unrecoverable", "scanned": []}
 
 
-def test_an_ops_object_without_sections_is_merged_as_all_missing() -> None:
+def test_an_ops_object_without_sections_is_unrecoverable() -> None:
     report = merge_report("", "{}", counter=words)
-    assert {d["reason"] for d in decisions(report)} == {"missing_op"}
+    assert {d["reason"] for d in decisions(report)} == {"unrecoverable_arguments"}
+    assert report["recovery"] == {"path": "unrecoverable", "scanned": []}
+
+
+def test_an_ops_object_with_one_usable_op_is_merged_as_it_is() -> None:
+    report = merge_report(PRIOR, json.dumps({"Open Issues": {"op": "KEEP"}}), counter=words)
+    assert [d["reason"] for d in decisions(report)] == ["missing_op"] * 6 + ["accepted"]
     assert report["recovery"] is None
 
 

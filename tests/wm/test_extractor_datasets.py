@@ -21,6 +21,7 @@ from app.wm.merge import MergeResult, merge
 from app.wm.messages import read_messages
 from app.wm.paths import find_paths
 from app.wm.prompts import DOCUMENT_TOKEN_BUDGET, SECTION_TOKEN_BUDGET
+from app.wm.reasons import Reason
 from app.wm.schema import UPDATE_VALIDATOR
 from app.wm.sections import SECTIONS, Section, empty_sections
 from app.wm.thresholds import DEFAULT_CONFIG, oversized_sections
@@ -52,7 +53,8 @@ def final(messages: list[dict[str, Any]], batch_size: int) -> MergeResult:
 
 
 def overruled(result: MergeResult) -> list[dict[str, object]]:
-    return [decision.to_dict() for decision in result.decisions if decision.intervened]
+    plain = {Reason.ACCEPTED, Reason.NOTHING_NEW}
+    return [decision.to_dict() for decision in result.decisions if decision.reason not in plain]
 
 
 @cache

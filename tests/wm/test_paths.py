@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from app.wm.paths import EXTENSIONS, find_paths, path_set
+from app.wm.paths import EXTENSIONS, find_paths
+from tests.wm.helpers import path_set
 
 
 @pytest.mark.parametrize(

@@ -6,7 +6,13 @@ from typing import Any
 
 import pytest
 
-from app.wm.messages import ChatMessage, ToolCall, arguments_summary, content_text, read_messages
+from app.wm.messages import (
+    MessageView,
+    ToolCallView,
+    arguments_summary,
+    content_text,
+    read_messages,
+)
 from app.wm.prompts import (
     BATCH_TOKEN_BUDGET,
     CREATE_SYSTEM_PROMPT,
@@ -64,11 +70,13 @@ def test_read_messages_resolves_tool_names_and_speakers() -> None:
         (6, "user", "user"),
         (8, "assistant", "assistant"),
     ]
-    assert views[2].tool_calls == (ToolCall("c1", "open", '{"path": "app/main.py", "line": 3}'),)
+    assert views[2].tool_calls == (
+        ToolCallView("c1", "open", '{"path": "app/main.py", "line": 3}'),
+    )
     assert [v.tool_name for v in views[3:6]] == ["open", "tool", "named"]
     assert views[3].tool_call_id == "c1"
     assert views[6].text == "odd role"
-    assert views[7].tool_calls == (ToolCall("", "f", '{"a": 1}'),)
+    assert views[7].tool_calls == (ToolCallView("", "f", '{"a": 1}'),)
 
 
 @pytest.mark.parametrize(
@@ -76,10 +84,10 @@ def test_read_messages_resolves_tool_names_and_speakers() -> None:
     [
         ("not a list", ()),
         (["not a call", {"function": "no"}], ()),
-        ([{"id": 3, "function": {"name": None, "arguments": None}}], (ToolCall("", "", ""),)),
+        ([{"id": 3, "function": {"name": None, "arguments": None}}], (ToolCallView("", "", ""),)),
     ],
 )
-def test_malformed_tool_calls_read_as_empty(calls: object, read: tuple[ToolCall, ...]) -> None:
+def test_malformed_tool_calls_read_as_empty(calls: object, read: tuple[ToolCallView, ...]) -> None:
     assert read_messages([{"role": "assistant", "tool_calls": calls}])[0].tool_calls == read
 
 
@@ -239,5 +247,5 @@ def test_the_prompt_version_is_a_stable_string() -> None:
 
 
 def test_chat_message_defaults() -> None:
-    view = ChatMessage(position=0, role="user", text="x", speaker="user")
+    view = MessageView(position=0, role="user", text="x", speaker="user")
     assert (view.tool_calls, view.tool_name, view.tool_call_id) == ((), "", "")

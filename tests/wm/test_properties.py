@@ -18,12 +18,11 @@ from app.wm.guards import SENTINEL, is_constraint
 from app.wm.items import Marker, markers_of, normalise, snippet, split_items
 from app.wm.merge import merge
 from app.wm.ops import OpKind
-from app.wm.paths import path_set
 from app.wm.reasons import Reason
 from app.wm.recovery import recover_arguments
 from app.wm.schema import UPDATE_VALIDATOR, interpret, locate_ops
 from app.wm.sections import SECTIONS, Section, canonical_body, parse, render
-from tests.wm.helpers import words
+from tests.wm.helpers import path_set, words
 from tests.wm.test_recovery import VALID
 
 # Enough examples to find the edge cases these strategies aim at, few enough to keep the whole

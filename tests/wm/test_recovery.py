@@ -97,7 +97,8 @@ CORPUS: list[tuple[str, str, RecoveryPath, frozenset[Section]]] = [
      RecoveryPath.REPAIRED, frozenset({TITLE, STATE, GOALS})),
     ("cut after a comma", VALID[: VALID.index(' "Key Facts')], RecoveryPath.REPAIRED,
      frozenset({TITLE, STATE, GOALS})),
-    ("cut inside the last item", VALID[: VALID.index("{braces}")], RecoveryPath.SCANNED, ALL),
+    ("cut inside the last item", VALID[: VALID.index("{braces}")], RecoveryPath.SCANNED,
+     ALL - {ISSUES}),
     ("cut inside an UPDATE body", VALID[: VALID.index("half done")], RecoveryPath.SCANNED,
      frozenset({TITLE})),
     ("cut after a key", VALID[: VALID.index('"Task & Goals":') + 15], RecoveryPath.SCANNED,
@@ -111,7 +112,7 @@ CORPUS: list[tuple[str, str, RecoveryPath, frozenset[Section]]] = [
     ("typographic quotes as JSON quotes",
      VALID.replace('"op": "KEEP"', "“op”: “KEEP”").replace('"Session Title"', "“Session Title”"),
      RecoveryPath.REPAIRED, ALL),
-    ("typographic quotes everywhere", VALID.replace('"', "”"), RecoveryPath.SCANNED, ALL),
+    ("typographic quotes everywhere", VALID.replace('"', "”"), RecoveryPath.REPAIRED, ALL),
     ("raw newline in a string", VALID.replace("\\n", "\n"), RecoveryPath.REPAIRED, ALL),
     ("raw tab and control characters", VALID.replace("\\t", "\t").replace("\\u0001", "\x01"),
      RecoveryPath.REPAIRED, ALL),
@@ -228,7 +229,14 @@ def test_an_invalid_parsed_op_is_kept_for_the_merge_to_report() -> None:
         ('{"a": {"b": 1},', '{"a": {"b": 1}}'),
         ('{"a": "x\ny"}', '{"a": "x\\ny"}'),
         ('{"a": "\x02"}', '{"a": "\\u0002"}'),
-        ('{“a”: “say "hi"”}', None),
+        ('{“a”: “say "hi"”}', '{"a": "say \\"hi\\""}'),
+        ("{“a”: “say “hi”, then go”}", None),
+        ("{“a”: “b\\”c”}", '{"a": "b”c"}'),
+        ('{"a": "C:\\Users\\x"}', '{"a": "C:\\\\Users\\\\x"}'),
+        ('{"a": "\\', None),
+        ('{"a": [', None),
+        ('{"a": [ ,', None),
+        ('{"a": []', '{"a": []}'),
         ("{“a”: “b”}", '{"a": "b"}'),
         ('{"a": "“b”"}', '{"a": "“b”"}'),
         ('{"a": [1}', None),
@@ -261,7 +269,7 @@ def test_repair(raw: str, repaired: str | None) -> None:
         ),
         (
             '"Current State": {"op": "UPDATE", "content": "caf\\u00e9 \\uZZ \\q \\t"}',
-            {STATE: {"op": "UPDATE", "content": "café uZZ q \t"}},
+            {STATE: {"op": "UPDATE", "content": "café \\uZZ \\q \t"}},
         ),
         ('"Current State": {"meta": {"x": "}"}, "op": "KEEP"}', {STATE: {"op": "KEEP"}}),
         ('"Current State": {"n": 5, "op": "KEEP", "op": "UPDATE"}', {STATE: {"op": "KEEP"}}),
@@ -291,11 +299,6 @@ def test_repair(raw: str, repaired: str | None) -> None:
 )
 def test_scanner(raw: str, found: dict[Section, object]) -> None:
     assert scan_sections(raw) == found
-
-
-def test_recovered_tells_whether_there_is_anything_to_merge() -> None:
-    assert recover_arguments(VALID).recovered
-    assert not recover_arguments("nothing").recovered
 
 
 def test_a_triple_encoded_payload_is_not_unwrapped_forever() -> None:

@@ -12,7 +12,6 @@ from app.wm.reasons import Reason
 from app.wm.schema import (
     CREATE_ARGUMENTS_SCHEMA,
     CREATE_TOOL,
-    CREATE_VALIDATOR,
     UPDATE_ARGUMENTS_SCHEMA,
     UPDATE_TOOL,
     UPDATE_VALIDATOR,
@@ -80,9 +79,10 @@ def test_all_seven_sections_are_required_and_nothing_else_is_allowed() -> None:
 
 
 def test_the_create_schema_takes_one_string() -> None:
-    assert CREATE_VALIDATOR.is_valid({"markdown": "# Working Memory"})
-    assert not CREATE_VALIDATOR.is_valid({"markdown": 1})
-    assert not CREATE_VALIDATOR.is_valid({"markdown": "x", "other": 1})
+    validator = Draft202012Validator(CREATE_ARGUMENTS_SCHEMA)
+    assert validator.is_valid({"markdown": "# Working Memory"})
+    assert not validator.is_valid({"markdown": 1})
+    assert not validator.is_valid({"markdown": "x", "other": 1})
 
 
 @pytest.mark.parametrize(

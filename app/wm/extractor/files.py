@@ -1,0 +1,82 @@
+"""Files & Context: paths the batch mentions, uses or opens, and packing when the section is full.
+
+Owns which path mentions count (not listings, not site-packages, not one already known) and the
+line it gets. Never loses a path when packing: guard D rejects any UPDATE that does.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from typing import Final
+
+from app.wm.extractor.arguments import append_op, keep_op, update_op
+from app.wm.extractor.config import ExtractorConfig
+from app.wm.extractor.reading import Reading, label
+from app.wm.extractor.tool_calls import flatten
+from app.wm.items import fresh_items, split_items
+from app.wm.paths import find_paths
+
+_FILE_LINE = re.compile(r"\bfile\b", re.IGNORECASE)
+_FOCUSED_OUTPUT_PATHS: Final = 3
+
+
+def files_op(reading: Reading, prior: str, config: ExtractorConfig) -> dict[str, object]:
+    known = set(find_paths(prior))
+    chosen: dict[str, str] = {}
+    for path, source in _path_mentions(reading):
+        if _is_noise_path(path) or _already_known(path, known | set(chosen)):
+            continue
+        chosen[path] = source
+    fresh = fresh_items(prior, [f"{path} ({source})" for path, source in chosen.items()])
+    fresh = fresh[: config.files_per_batch]
+    if not fresh:
+        return keep_op()
+    old = split_items(prior)
+    if len(old) + len(fresh) <= config.files_limit_items:
+        return append_op(fresh)
+    return update_op(_pack_files(old, fresh, config))
+
+
+def _path_mentions(reading: Reading) -> Iterable[tuple[str, str]]:
+    for view in reading.views:
+        if view.role in ("user", "assistant"):
+            for path in find_paths(view.text):
+                yield path, f"mentioned by {label(view)}"
+        for call in view.tool_calls:
+            try:
+                decoded = flatten(json.loads(call.arguments))
+            except (ValueError, RecursionError):
+                decoded = call.arguments
+            for path in find_paths(decoded):
+                yield path, f"used by {call.name}"
+        if view.role == "tool":
+            paths = find_paths(view.text)
+            if len(paths) > _FOCUSED_OUTPUT_PATHS:
+                # A listing (ls, pip, a search over many files) is noise: only lines that name
+                # a file on purpose (an opened file, a traceback frame) count.
+                paths = [
+                    path
+                    for line in view.text.splitlines()
+                    if _FILE_LINE.search(line)
+                    for path in find_paths(line)
+                ]
+            for path in paths:
+                yield path, f"seen in {view.tool_name} output"
+
+
+def _is_noise_path(path: str) -> bool:
+    segments = [segment for segment in re.split(r"[/\\]", path) if segment]
+    return all(len(segment) <= 2 for segment in segments) or "site-packages" in path
+
+
+def _already_known(path: str, known: set[str]) -> bool:
+    return any(other == path or other.endswith("/" + path.lstrip("/")) for other in known)
+
+
+def _pack_files(old: list[str], fresh: list[str], config: ExtractorConfig) -> str:
+    """Fewer, longer lines with every path still in them (guard D rejects any lost path)."""
+    size = config.files_per_packed_line
+    lines = ["; ".join(old[start : start + size]) for start in range(0, len(old), size)]
+    return "\n".join(f"- {line}" for line in [*lines, *fresh])

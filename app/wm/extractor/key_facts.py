@@ -1,0 +1,181 @@
+"""Key Facts & Decisions: ranked facts from the batch, and the consolidation guard B accepts.
+
+Owns what counts as a fact (tool calls, sentences with names, dates, numbers, decisions), how
+many are taken, and how an over-full section is packed and digested while keeping its anchors.
+Never writes the guard's sentinel: an over-full section is consolidated instead.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+from app.wm.anchors import anchor_spans, anchors
+from app.wm.extractor.arguments import append_op, keep_op, update_op
+from app.wm.extractor.config import ExtractorConfig
+from app.wm.extractor.reading import Reading, clip, is_greeting, label, sentences
+from app.wm.extractor.tool_calls import SKIPPED_TOOLS, call_summary, result_summary
+from app.wm.guards import SENTINEL, without_sentinel
+from app.wm.items import fresh_items, split_items
+from app.wm.tokens import TokenCounter
+
+DIGEST_PREFIX: Final = "Earlier facts:"
+
+_RELATIVE_TIME = re.compile(
+    r"\b(?:yesterday|today|tonight|tomorrow|this (?:morning|week|weekend|month|year)|"
+    r"(?:last|this|next) (?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)|"
+    r"last (?:night|week|weekend|month|year)|next (?:week|weekend|month|year)|recently|"
+    r"\d+ (?:days?|weeks?|months?|years?) ago|ago)\b",
+    re.IGNORECASE,
+)
+_TOOL_FACT_SCORE: Final = 100
+_FACT_MIN_WORDS: Final = 4
+_STATEMENT_MIN_WORDS: Final = 7
+
+
+def key_facts_op(
+    reading: Reading, prior: str, counter: TokenCounter, config: ExtractorConfig
+) -> dict[str, object]:
+    candidates = _fact_candidates(reading, config)
+    fresh = set(fresh_items(prior, [fact for _, _, fact in candidates]))
+    ranked = sorted(
+        (entry for entry in candidates if entry[2] in fresh and entry[0] > 0),
+        key=lambda entry: (-entry[0], entry[1]),
+    )
+    chosen = ranked[: config.key_facts_per_batch]
+    if len(chosen) < config.key_facts_minimum:
+        # A short exchange without names, dates or numbers still has a point: keep its most
+        # substantial statements rather than nothing.
+        plain = sorted(
+            (e for e in candidates if e[2] in fresh and e[0] == 0 and _is_statement(e[2])),
+            key=lambda entry: (-len(entry[2]), entry[1]),
+        )
+        chosen += plain[: config.key_facts_minimum - len(chosen)]
+    facts = list(dict.fromkeys(fact for _, _, fact in sorted(chosen, key=lambda e: e[1])))
+    old = split_items(without_sentinel(prior))
+    over = SENTINEL in prior or len(old) + len(facts) > config.key_facts_limit_items
+    if not over:
+        body = "\n".join(f"- {item}" for item in [*old, *facts])
+        over = counter(body) > config.key_facts_limit_tokens
+    if not over:
+        return append_op(facts) if facts else keep_op()
+    return update_op(_consolidate_facts(old, facts, counter, config))
+
+
+def _fact_candidates(reading: Reading, config: ExtractorConfig) -> list[tuple[int, int, str]]:
+    """Every possible fact as ``(score, order, text)``; tool calls outrank statements."""
+    found: list[tuple[int, int, str]] = []
+    order = 0
+    for index, view in enumerate(reading.views):
+        for number, call in enumerate(view.tool_calls):
+            if call.name in SKIPPED_TOOLS:
+                continue
+            fact = call_summary(call.name, call.arguments, config.tool_fact_chars)
+            result = reading.results.get((index, number))
+            if result is not None and result.text.strip():
+                fact += f" → {result_summary(result.text, 100)}"
+            found.append((_TOOL_FACT_SCORE, order, fact))
+            order += 1
+        if view.role not in ("user", "assistant"):
+            continue
+        date = reading.date_before(index)
+        for sentence in sentences(view.text):
+            if len(sentence.split()) < _FACT_MIN_WORDS or is_greeting(sentence):
+                continue
+            score = _fact_score(sentence, reading.speaker_words)
+            fact = sentence
+            if date and _RELATIVE_TIME.search(sentence):
+                fact = f"{fact} (said on {date})"
+                score += 1
+            if view.speaker != "assistant":
+                fact = f"{label(view)}: {fact}"
+            found.append((score if score >= 2 else 0, order, clip(fact, config.item_chars)))
+            order += 1
+    return found
+
+
+def _is_statement(fact: str) -> bool:
+    return not fact.endswith(("?", "？")) and len(fact.split()) >= _STATEMENT_MIN_WORDS
+
+
+def _fact_score(sentence: str, speaker_words: frozenset[str]) -> int:
+    keys = {span.key for span in anchor_spans(sentence) if span.key not in speaker_words}
+    return len(keys) + (1 if any(char.isdigit() for char in sentence) else 0)
+
+
+_PACK_SEPARATOR: Final = " | "
+_DIGEST_PRIORITY: Final = {
+    "decision": 0,
+    "proper_noun": 1,
+    "clock": 2,
+    "quantity": 3,
+    "version": 4,
+    "identifier": 5,
+    "amount": 6,
+    "date": 7,
+}
+
+
+def _consolidate_facts(
+    old: list[str], fresh: list[str], counter: TokenCounter, config: ExtractorConfig
+) -> str:
+    """A consolidation guard B accepts: pack older facts, then fold the oldest into a digest.
+
+    Packing joins up to three older facts per line, which keeps every word and anchor. Only if
+    the section is still over its token limit are the oldest lines folded into ``Earlier
+    facts:``, which keeps their anchors (names, dates, amounts, identifiers) but not their
+    wording; and only if that digest alone is too large are its least specific anchors dropped,
+    never below a coverage comfortably above the guard's threshold.
+    """
+    digest: dict[str, tuple[str, str]] = {}
+    plain: list[str] = []
+    for item in old:
+        if item.startswith(DIGEST_PREFIX):
+            _fold(digest, item[len(DIGEST_PREFIX) :])
+        else:
+            plain.append(item)
+    # Room for the fresh facts and for the digest lines that folding may add or lengthen.
+    digest_lines = len(digest) // config.digest_anchors_per_line + 2
+    target = max(1, config.key_facts_limit_items - len(fresh) - digest_lines)
+    packed = _pack(plain, target)
+
+    def render() -> str:
+        entries = list(digest.values())
+        size = config.digest_anchors_per_line
+        lines = [
+            f"{DIGEST_PREFIX} " + "; ".join(surface for surface, _ in entries[start : start + size])
+            for start in range(0, len(entries), size)
+        ]
+        return "\n".join(f"- {line}" for line in [*lines, *packed, *fresh])
+
+    content = render()
+    while packed and counter(content) > config.key_facts_limit_tokens:
+        _fold(digest, packed.pop(0))
+        content = render()
+    old_anchors = anchors("\n".join(old))
+    kept = anchors("\n".join([*packed, *fresh]))
+    while digest and counter(content) > config.key_facts_limit_tokens:
+        victims = sorted(digest, key=lambda key: _DIGEST_PRIORITY[digest[key][1]])
+        victim = victims[0]
+        remaining = (set(digest) - {victim}) | kept
+        if old_anchors and len(old_anchors & remaining) * 4 < 3 * len(old_anchors):
+            break
+        del digest[victim]
+        content = render()
+    return content
+
+
+def _fold(digest: dict[str, tuple[str, str]], text: str) -> None:
+    for span in anchor_spans(text):
+        digest.setdefault(span.key, (span.surface, span.kind))
+
+
+def _pack(items: list[str], target: int) -> list[str]:
+    lines = list(items)
+    index = 0
+    while len(lines) > target and index < len(lines) - 1:
+        if lines[index].count(_PACK_SEPARATOR) < 2:
+            lines[index] = lines[index] + _PACK_SEPARATOR + lines.pop(index + 1)
+        else:
+            index += 1
+    return lines

@@ -1,0 +1,96 @@
+"""The shared reading of one batch of messages: talk, tool results, speakers, dates, sentences.
+
+Owns what every section rule of the extractor needs to know about a batch, computed once, and
+the text helpers they share (sentences, clipping, speaker labels, greetings). Never proposes an
+op for any section.
+"""
+
+from __future__ import annotations
+
+import re
+
+from app.wm.messages import MessageView
+
+_SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+")
+_GREETING = re.compile(
+    r"^(?:hi|hello|hey|hiya|good (?:morning|afternoon|evening)|thanks|thank you|greetings)\b",
+    re.IGNORECASE,
+)
+LEADING_MARKUP = re.compile(r"^(?:[-*+]\s+|\d{1,3}[.)]\s+|#+\s+|>\s*)+")
+_SESSION_DATE = re.compile(
+    r"\b(\d{1,2}\s+(?:January|February|March|April|May|June|July|August|September|October|"
+    r"November|December),?\s+\d{4})\b|\b(\d{4}-\d{2}-\d{2})\b"
+)
+
+
+class Reading:
+    """What every section rule needs to know about the batch, computed once."""
+
+    def __init__(self, views: list[MessageView]) -> None:
+        self.views = views
+        self.talk = [v for v in views if v.role in ("user", "assistant") and v.text.strip()]
+        # Results are matched to the latest open call with their id, not by id alone: some
+        # agents reuse a call id within one conversation.
+        self.results: dict[tuple[int, int], MessageView] = {}
+        open_calls: dict[str, tuple[int, int]] = {}
+        for index, view in enumerate(views):
+            for number, call in enumerate(view.tool_calls):
+                open_calls[call.call_id] = (index, number)
+            if view.role == "tool" and view.tool_call_id in open_calls:
+                self.results[open_calls.pop(view.tool_call_id)] = view
+        self.has_tools = any(v.tool_calls or v.role == "tool" for v in views)
+        named = [v.speaker for v in self.talk if v.speaker not in ("user", "assistant")]
+        self.speakers = list(dict.fromkeys(named))
+        self.speaker_words = frozenset(name.lower() for name in self.speakers)
+        self.chat = len(self.speakers) >= 2 and not self.has_tools
+        # The date in force at each message: the latest one a system message gave (a session
+        # header, "the current time is ..."), never a date someone merely talked about.
+        self.dates: list[str] = []
+        latest = ""
+        for view in views:
+            if view.role == "system":
+                latest = _session_date(view.text) or latest
+            self.dates.append(latest)
+
+    def date_before(self, index: int) -> str:
+        return self.dates[index]
+
+
+def _session_date(text: str) -> str:
+    match = _SESSION_DATE.search(text)
+    if match is None:
+        return ""
+    return " ".join((match.group(1) or match.group(2)).replace(",", "").split())
+
+
+def clip(text: str, limit: int) -> str:
+    """The text on one line, cut at a word boundary with an ellipsis when over ``limit``."""
+    flat = " ".join(text.split())
+    if len(flat) <= limit:
+        return flat
+    head = flat[: limit - 1]
+    space = head.rfind(" ")
+    if space > limit // 2:
+        head = head[:space]
+    return head.rstrip(" ,;:") + "…"
+
+
+def sentences(text: str) -> list[str]:
+    """Sentences and lines of a text, without list markers and bold markup."""
+    found: list[str] = []
+    for line in text.splitlines():
+        # List markers go before splitting, or "1. Second." would split after "1.".
+        line = LEADING_MARKUP.sub("", line.replace("**", "").strip())
+        for part in _SENTENCE_END.split(line):
+            sentence = " ".join(part.split())
+            if sentence:
+                found.append(sentence)
+    return found
+
+
+def is_greeting(sentence: str) -> bool:
+    return _GREETING.match(sentence) is not None and len(sentence.split()) <= 6
+
+
+def label(view: MessageView) -> str:
+    return view.speaker if view.speaker not in ("user", "assistant") else view.role.capitalize()
