@@ -162,7 +162,7 @@ class WorkingMemoryGenerator:
             recovery = recover_arguments(outcome.arguments)
             if recovery.path is RecoveryPath.PARSED and not recovery.scanned:
                 return Generated(
-                    result=merge(prior.sections, json.loads(outcome.arguments), config=self.config),
+                    result=merge(prior.sections, _decoded(outcome.arguments), config=self.config),
                     generator="llm_update",
                     model=outcome.model,
                     prompt_version=PROMPT_VERSION,
@@ -233,11 +233,17 @@ def _worst(generators: set[GeneratorName]) -> GeneratorName:
     return next(name for name in _SEVERITY if name in generators)
 
 
+def _decoded(arguments: str) -> object:
+    """Arguments that parsed as they are; serialised twice, they are decoded twice."""
+    value = json.loads(arguments)
+    return json.loads(value) if isinstance(value, str) else value
+
+
 def _created_markdown(arguments: str | None, text: str | None) -> str | None:
     """The document of a creation call: its tool arguments, recovered like update arguments
     are (parse, then repair), or else the plain text the model answered with."""
-    if arguments is not None:
-        document = recover_document(arguments)
+    for answer in (arguments, text):
+        document = recover_document(answer) if answer else None
         if document is not None:
             return document
-    return text if text and text.strip() else None
+    return None

@@ -15,10 +15,10 @@ from sqlalchemy import text
 
 from app.db import Database
 from app.wm.items import Marker, is_kept, markers_of, normalise, split_items
-from app.wm.paths import path_set
 from tests.archives.conftest import AppFactory
 from tests.conftest import make_tenant
 from tests.wm.datasets import DATASETS, Conversation, locomo, swe_agent, tau_airline
+from tests.wm.helpers import path_set
 
 PROTECTED = ("Files & Context", "Errors & Corrections", "Open Issues")
 CLOSED = {Marker.RESOLVED, Marker.DONE}

@@ -95,3 +95,13 @@ async def test_an_unusable_creation_payload_falls_back_to_the_offline_extractor(
     generated = await WorkingMemoryGenerator(chat).generate(WorkingMemory.empty(), messages)
     assert generated.generator == "offline_fallback"
     assert generated.note == "creation output unusable"
+
+
+async def test_update_arguments_serialised_twice_are_merged_not_lost() -> None:
+    title = {"op": "UPDATE", "content": "Long archive migration"}
+    payload = {"sections": {s.value: {"op": "KEEP"} for s in Section}}
+    payload["sections"][Section.SESSION_TITLE.value] = title
+    chat = ScriptedChatModel([tool_call(json.dumps(json.dumps(payload)))])
+    generated = await WorkingMemoryGenerator(chat).generate(prior_with_title(), [])
+    assert generated.generator == "llm_update"
+    assert generated.result.sections[Section.SESSION_TITLE] == "Long archive migration"
