@@ -21,7 +21,7 @@ import typer
 
 from app import migrations
 from app.config import Settings
-from app.db import Database
+from app.db import Database, PrivilegedLogin, login_url
 from app.embedded import EmbeddedPostgres, start_embedded
 from app.observability import configure_logging
 from app.tenancy import service as tenancy
@@ -52,19 +52,39 @@ cli.add_typer(wm_cli, name="wm")
 
 @dataclass(slots=True)
 class Runtime:
+    """Where the database is: ``url`` is the service's own login (``workmem_app``);
+    ``admin_url`` the schema owner's, for migrations only (``None`` when not configured)."""
+
     settings: Settings
     url: str
+    admin_url: str | None
     embedded: EmbeddedPostgres | None
+
+    def migration_url(self) -> str:
+        if self.admin_url is None:
+            raise CliError(
+                "migrations need the schema owner's connection: set WORKMEM_ADMIN_DATABASE_URL"
+            )
+        return self.admin_url
+
+
+class CliError(Exception):
+    """A problem the user can fix; printed as one line, exit status 1."""
 
 
 def runtime(settings: Settings | None = None) -> Runtime:
-    """Resolve the database: ``DATABASE_URL`` if set, else the embedded cluster under home."""
+    """Resolve the database: ``DATABASE_URL`` if set, else the embedded cluster under home.
+
+    The embedded cluster trusts local logins, so its owner (``postgres``) runs the migrations
+    and the service logs in as ``workmem_app`` on the same socket.
+    """
     settings = settings or Settings()
     if settings.database_url:
-        return Runtime(settings, settings.database_url, None)
+        return Runtime(settings, settings.database_url, settings.admin_database_url, None)
     embedded = start_embedded(settings.embedded_data_dir)
-    url = embedded.url()
-    return Runtime(settings.model_copy(update={"database_url": url}), url, embedded)
+    admin = embedded.url()
+    url = login_url(admin)
+    return Runtime(settings.model_copy(update={"database_url": url}), url, admin, embedded)
 
 
 def run_db(work: Callable[[Database], Awaitable[T]], url: str) -> T:
@@ -92,10 +112,10 @@ def echo_json(value: object) -> None:
 async def ensure_local_key(database: Database, existing: str | None) -> str:
     """On an embedded database: the existing local key if still valid, else a new tenant + key."""
     if existing:
-        async with database.system() as db:
+        async with database.unscoped() as db:
             if await tenancy.verify_key(db, existing) is not None:
                 return existing
-    async with database.system() as db:
+    async with database.unscoped() as db:
         tenant = await tenancy.create_tenant(db, "local")
         _, plaintext = await tenancy.issue_key(db, tenant.tenant_id, role=Role.ADMIN, name="local")
     return plaintext
@@ -133,7 +153,8 @@ def serve(
     configure_logging(settings.log_level, as_json=settings.log_json)
     resolved = runtime(settings)
     if resolved.embedded is not None or migrate:
-        migrations.upgrade(resolved.url)
+        upgrade_database(resolved)
+    run_db(lambda database: database.check_login(), resolved.url)
     if resolved.embedded is not None:
         key_file = resolved.settings.key_file
         write_local_key(resolved.url, key_file)
@@ -165,6 +186,7 @@ def worker(
 
     async def main() -> None:
         database = Database.from_url(resolved.url, pool_size=max(2, concurrency + 1))
+        await database.check_login()
         generator = build_generator(resolved.settings)
         workers: list[ArchiveWorker] = [
             build_worker(resolved.settings, database, generator) for _ in range(concurrency)
@@ -185,22 +207,40 @@ def worker(
 # --- db ----------------------------------------------------------------------------------------
 
 
+def upgrade_database(resolved: Runtime, revision: str = "head") -> None:
+    """Migrate as the schema owner; then give workmem_app its password, when one is set."""
+    admin_url = resolved.migration_url()
+    migrations.upgrade(admin_url, revision)
+    password = resolved.settings.app_db_password
+    if password is not None:
+        migrations.set_login_password(admin_url, password.get_secret_value())
+
+
 @db_cli.command("upgrade")
 def db_upgrade(revision: Annotated[str, typer.Argument()] = "head") -> None:
-    """Migrate the database up to REVISION (default: head)."""
-    migrations.upgrade(runtime().url, revision)
+    """Migrate the database up to REVISION (default: head), as the schema owner."""
+    upgrade_database(runtime(), revision)
 
 
 @db_cli.command("downgrade")
 def db_downgrade(revision: Annotated[str, typer.Argument(help="target, e.g. -1 or base")]) -> None:
-    """Migrate the database down to REVISION."""
-    migrations.downgrade(runtime().url, revision)
+    """Migrate the database down to REVISION, as the schema owner."""
+    migrations.downgrade(runtime().migration_url(), revision)
 
 
 @db_cli.command("current")
 def db_current() -> None:
     """Print the database's current revision."""
-    migrations.current(runtime().url)
+    resolved = runtime()
+    if resolved.admin_url is not None:
+        migrations.current(resolved.admin_url)
+        return
+
+    async def work(database: Database) -> str | None:
+        async with database.unscoped() as db:
+            return await tenancy.schema_revision(db)
+
+    typer.echo(run_db(work, resolved.url) or "no revision applied")
 
 
 # --- tenants and keys --------------------------------------------------------------------------
@@ -211,7 +251,7 @@ def tenants_create(name: Annotated[str, typer.Argument(help="display name")]) ->
     """Create a tenant and print it as JSON."""
 
     async def work(database: Database) -> dict[str, str]:
-        async with database.system() as db:
+        async with database.unscoped() as db:
             tenant = await tenancy.create_tenant(db, name)
             return {"tenant_id": str(tenant.tenant_id), "name": tenant.name}
 
@@ -228,7 +268,7 @@ def keys_create(
     """Issue an API key; the key is printed once and only its hash is stored."""
 
     async def work(database: Database) -> dict[str, str | None]:
-        async with database.system() as db:
+        async with database.unscoped() as db:
             row, plaintext = await tenancy.issue_key(
                 db, tenant, role=role, name=name, user_id=user_id
             )
@@ -247,7 +287,7 @@ def keys_revoke(api_key_id: Annotated[uuid.UUID, typer.Argument(help="the key's 
     """Revoke an API key (requests with it answer 401 within seconds)."""
 
     async def work(database: Database) -> dict[str, str]:
-        async with database.system() as db:
+        async with database.unscoped() as db:
             row = await tenancy.revoke_key(db, api_key_id)
             return {"api_key_id": str(row.api_key_id), "revoked_at": str(row.revoked_at)}
 
@@ -282,7 +322,7 @@ def archives_retry(
     from app.archives.repository import requeue_failed
 
     async def work(database: Database) -> list[dict[str, object]]:
-        async with database.system() as db:
+        async with database.unscoped() as db:
             return await requeue_failed(
                 db, tenant_id=tenant, agent_session_id=agent_session, archive_seq=archive_seq
             )
@@ -340,7 +380,11 @@ def wm_extract(
 
 
 def main() -> None:
-    cli()
+    try:
+        cli()
+    except (CliError, PrivilegedLogin) as error:
+        print(f"workmem: {error}", file=sys.stderr)
+        raise SystemExit(1) from None
 
 
 if __name__ == "__main__":

@@ -22,7 +22,17 @@ class Settings(BaseSettings):
     database_url: str | None = Field(
         default=None,
         validation_alias=AliasChoices("DATABASE_URL", "WORKMEM_DATABASE_URL"),
-        description="postgresql+psycopg://… of an existing server; unset = embedded Postgres",
+        description="postgresql+psycopg://… of an existing server, logging in as workmem_app; "
+        "unset = embedded Postgres",
+    )
+    admin_database_url: str | None = Field(
+        default=None,
+        description="the schema owner's URL, for migrations only (`workmem db …`); never used "
+        "by serve or worker",
+    )
+    app_db_password: SecretStr | None = Field(
+        default=None,
+        description="`workmem db upgrade` sets it as workmem_app's login password",
     )
     home: Path = Field(
         default_factory=default_home, description="data directory of the embedded mode"
@@ -32,6 +42,11 @@ class Settings(BaseSettings):
     admin_token: SecretStr | None = Field(default=None, description="operator token for /v1/admin")
 
     pool_size: int = Field(default=10, ge=1)
+    group_commit: bool = Field(
+        default=True,
+        description="concurrent single appends of this process share one transaction",
+    )
+    group_commit_max_batch: int = Field(default=64, ge=1, le=1000)
     max_message_bytes: int = Field(default=1024 * 1024, ge=1024)
     max_batch_messages: int = Field(default=500, ge=1)
     default_keep_recent_count: int = Field(default=10, ge=0, le=10_000)

@@ -15,9 +15,11 @@ from datetime import datetime
 from typing import Any, ClassVar, cast
 
 import psycopg
-from sqlalchemy import DateTime, MetaData, event
+from psycopg_pool import AsyncConnectionPool, PoolTimeout
+from sqlalchemy import DateTime, MetaData, event, text
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import (
     AsyncEngine,
     AsyncSession,
@@ -29,7 +31,7 @@ from sqlalchemy.orm import DeclarativeBase, ORMExecuteState, Session
 from app.errors import Unavailable
 
 APP_ROLE = "workmem_app"
-"""The non-superuser role of every tenant-scoped transaction (created by the first revision)."""
+"""The service's login role: no superuser, no BYPASSRLS (created by the first revisions)."""
 
 NAMING_CONVENTION = {
     "ix": "ix_%(table_name)s_%(column_0_N_name)s",
@@ -95,67 +97,128 @@ def is_unavailable(error: BaseException) -> bool:
     return False
 
 
-# set_config(..., true) is SET LOCAL: both settings end with the transaction, so a pooled
-# connection never leaks one tenant into the next request.
-_SET_TENANT = (
-    f"SELECT set_config('role', '{APP_ROLE}', true),"
-    " set_config('app.tenant_id', %(tenant_id)s, true)"
-)
+# set_config(..., true) is SET LOCAL: the setting ends with the transaction, so a pooled
+# connection never carries one tenant into the next request. The login role itself is the
+# application's (never a superuser, never BYPASSRLS): no role is switched per request.
+_SET_TENANT = "SELECT set_config('app.tenant_id', %(tenant_id)s, true)"
+
+_PRIVILEGED_LOGIN = """
+SELECT rolname, rolsuper, rolbypassrls FROM pg_roles WHERE rolname = current_user
+"""
+
+
+class PrivilegedLogin(RuntimeError):
+    """The configured login would not be subject to row-level security."""
 
 
 async def driver(db: AsyncSession) -> psycopg.AsyncConnection[Any]:
-    """The psycopg connection under ``db``'s transaction.
-
-    Only the statements that run on every request (this setup, and the append path) use it:
-    on this stack SQLAlchemy's per-statement execution costs several times the round trip itself
-    (see ``bench/append.py``). Everything else goes through SQLAlchemy (``docs/database.md``).
-    """
+    """The psycopg connection under ``db``'s transaction (the per-request tenant setup)."""
     connection = await db.connection()
     raw = await connection.get_raw_connection()
     return cast("psycopg.AsyncConnection[Any]", raw.driver_connection)
 
 
+def login_url(url: str, role: str = APP_ROLE) -> str:
+    """The same server and database, logging in as ``role`` (for clusters that trust local
+    logins, such as the embedded one; elsewhere the operator gives the URL with its password)."""
+    return (
+        make_url(normalize_url(url))
+        .set(username=role, password=None)
+        .render_as_string(hide_password=False)
+    )
+
+
+def libpq_url(url: str) -> str:
+    """The URL as psycopg itself takes it (without SQLAlchemy's driver suffix)."""
+    return normalize_url(url).replace("postgresql+psycopg://", "postgresql://", 1)
+
+
+def translate(error: BaseException) -> BaseException:
+    """``Unavailable`` for a driver or pool error that means the database cannot be reached."""
+    if isinstance(error, PoolTimeout | psycopg.OperationalError) or is_unavailable(error):
+        return Unavailable("the database is unreachable; retry shortly")
+    return error
+
+
 @dataclass(frozen=True, slots=True)
 class Database:
-    """The engine plus the two kinds of transaction the application may open."""
+    """The service's connections to Postgres, all as its own login role.
+
+    ``sessions`` (SQLAlchemy) serves the transactions of requests and jobs; ``pool`` (psycopg,
+    autocommit) serves the statements that are a whole transaction by themselves, such as an
+    append: one round trip, no ``BEGIN``/``COMMIT`` of their own (``docs/database.md``).
+    """
 
     engine: AsyncEngine
     sessions: async_sessionmaker[AsyncSession]
+    pool: AsyncConnectionPool
 
     @classmethod
     def from_url(cls, url: str, *, pool_size: int = 10) -> Database:
         engine = create_engine(url, pool_size=pool_size)
+        pool = AsyncConnectionPool(
+            libpq_url(url),
+            min_size=1,
+            max_size=pool_size,
+            open=False,
+            timeout=10,
+            kwargs={"autocommit": True, "options": "-c TimeZone=UTC"},
+        )
         return cls(
             engine,
             async_sessionmaker(engine, expire_on_commit=False, sync_session_class=UnitOfWork),
+            pool,
         )
 
     @asynccontextmanager
     async def tenant(self, tenant_id: uuid.UUID) -> AsyncIterator[AsyncSession]:
-        """One transaction as ``workmem_app`` with ``app.tenant_id`` set: RLS applies to all SQL."""
+        """One transaction with ``app.tenant_id`` set: row-level security applies to all SQL."""
         try:
             async with self.sessions.begin() as db:
                 await (await driver(db)).execute(_SET_TENANT, {"tenant_id": str(tenant_id)})
                 yield db
         except (sa_exc.DBAPIError, sa_exc.TimeoutError, psycopg.OperationalError) as error:
-            if is_unavailable(error):
-                raise Unavailable("the database is unreachable; retry shortly") from error
-            raise
+            raise translate(error) from error
 
     @asynccontextmanager
-    async def system(self) -> AsyncIterator[AsyncSession]:
-        """A transaction as the schema owner, which row-level security does not restrict.
+    async def unscoped(self) -> AsyncIterator[AsyncSession]:
+        """A transaction with no tenant: every tenant table shows no row in it.
 
-        Only the named cross-tenant paths use it: API-key lookup at authentication, the
-        operator's tenant and key management, and the archive claim of the workers.
+        Only the privileged functions of ``docs/operations.md`` see across tenants from here
+        (API-key lookup, the operator's tenants and keys, the archive claim, re-queueing, the
+        tenant list of maintenance jobs, readiness); nothing else has a reason to use it.
         """
         try:
             async with self.sessions.begin() as db:
                 yield db
-        except (sa_exc.DBAPIError, sa_exc.TimeoutError) as error:
-            if is_unavailable(error):
-                raise Unavailable("the database is unreachable; retry shortly") from error
-            raise
+        except (sa_exc.DBAPIError, sa_exc.TimeoutError, psycopg.OperationalError) as error:
+            raise translate(error) from error
+
+    async def open(self) -> None:
+        """Start the autocommit pool (the engine connects on first use by itself)."""
+        if self.pool.closed:
+            await self.pool.open(wait=False)
+
+    @asynccontextmanager
+    async def connection(self) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
+        """A pooled autocommit connection: each statement on it is its own transaction."""
+        await self.open()
+        try:
+            async with self.pool.connection() as connection:
+                yield connection
+        except (PoolTimeout, psycopg.OperationalError) as error:
+            raise translate(error) from error
+
+    async def check_login(self) -> None:
+        """Refuse a login that row-level security would not restrict."""
+        async with self.unscoped() as db:
+            name, superuser, bypass = (await db.execute(text(_PRIVILEGED_LOGIN))).one()
+        if superuser or bypass:
+            raise PrivilegedLogin(
+                f"the database login {name!r} is a superuser or bypasses row-level security; "
+                "the service must log in as workmem_app (see docs/operations.md)"
+            )
 
     async def dispose(self) -> None:
+        await self.pool.close()
         await self.engine.dispose()

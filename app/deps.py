@@ -13,6 +13,7 @@ from fastapi import Depends, Request
 from app.archives.worker import ArchiveWorker
 from app.config import Settings
 from app.db import Database
+from app.sessions.group_commit import GroupCommit
 
 
 async def get_database(request: Request) -> Database:
@@ -31,6 +32,13 @@ async def get_worker(request: Request) -> ArchiveWorker:
     return found
 
 
+async def get_group_commit(request: Request) -> GroupCommit | None:
+    """The process's group commit of appends, or ``None`` when it is switched off."""
+    found: GroupCommit | None = request.app.state.group_commit
+    return found
+
+
 DatabaseDep = Annotated[Database, Depends(get_database)]
+GroupCommitDep = Annotated[GroupCommit | None, Depends(get_group_commit)]
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 WorkerDep = Annotated[ArchiveWorker, Depends(get_worker)]

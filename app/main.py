@@ -18,7 +18,6 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from prometheus_client import make_asgi_app
 from sqlalchemy import exc as sa_exc
-from sqlalchemy import text
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app.archives.endpoints import router as archives_router
@@ -32,6 +31,8 @@ from app.llm.ports import ChatModel
 from app.migrations import head_revision
 from app.observability import ObserveRequests
 from app.sessions.endpoints import router as sessions_router
+from app.sessions.group_commit import GroupCommit
+from app.tenancy import service as tenancy
 from app.tenancy.auth import Authenticator
 from app.tenancy.endpoints import router as admin_router
 from app.wm.thresholds import GuardConfig
@@ -166,6 +167,18 @@ def create_app(
             app.state.database = Database.from_url(
                 settings.database_url, pool_size=settings.pool_size
             )
+        try:
+            await app.state.database.check_login()
+        except Unavailable:
+            # Serving 503 until the database returns is better than not starting; `workmem
+            # serve` and `workmem worker` check the login before they start anyway.
+            logger.warning("database unreachable at start: its login was not checked")
+        await app.state.database.open()
+        app.state.group_commit = (
+            GroupCommit(app.state.database, max_batch=settings.group_commit_max_batch)
+            if settings.group_commit
+            else None
+        )
         app.state.settings = settings
         app.state.authenticator = Authenticator(app.state.database, settings)
         worker = build_worker(settings, app.state.database, generator or build_generator(settings))
@@ -179,6 +192,8 @@ def create_app(
             if task is not None:
                 await task
             await worker.close()
+            if app.state.group_commit is not None:
+                await app.state.group_commit.close()
             if owned:
                 await app.state.database.dispose()
 
@@ -204,8 +219,11 @@ def create_app(
     async def readyz(request: Request) -> dict[str, str] | JSONResponse:
         db_: Database = request.app.state.database
         try:
-            async with db_.system() as db:
-                current = await db.scalar(text("SELECT version_num FROM alembic_version"))
+            async with db_.unscoped() as db:
+                current = await tenancy.schema_revision(db)
+        except sa_exc.ProgrammingError:
+            # The readiness function itself is missing: the schema predates it.
+            current = "an older revision"
         except (Unavailable, sa_exc.SQLAlchemyError):
             return problem(503, "not_ready", "Not ready", "the database is unreachable")
         head = head_revision()

@@ -41,3 +41,18 @@ def downgrade(url: str, revision: str) -> None:
 
 def current(url: str) -> None:
     command.current(alembic_config(url), verbose=False)
+
+
+def set_login_password(admin_url: str, password: str) -> None:
+    """Give the service's login role its password (roles are cluster-wide: so is this)."""
+    import psycopg
+    from psycopg import sql
+
+    from app.db import APP_ROLE, libpq_url
+
+    with psycopg.connect(libpq_url(admin_url), autocommit=True) as connection:
+        connection.execute(
+            sql.SQL("ALTER ROLE {} PASSWORD {}").format(
+                sql.Identifier(APP_ROLE), sql.Literal(password)
+            )
+        )

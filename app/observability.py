@@ -1,7 +1,8 @@
 """Structured logging and Prometheus metrics for the service.
 
 Owns the log format (one JSON object per line) and the HTTP metrics. Never logs request bodies,
-credentials or SQL.
+credentials or SQL. Access lines are DEBUG (server errors WARNING), so INFO costs no write per
+request.
 """
 
 from __future__ import annotations
@@ -87,12 +88,17 @@ class ObserveRequests:
             method = str(scope.get("method", ""))
             REQUESTS.labels(method, route_path, str(status)).inc()
             LATENCY.labels(method, route_path).observe(elapsed)
-            access_logger.info(
-                "request",
-                extra={
-                    "method": method,
-                    "route": route_path,
-                    "status": status,
-                    "duration_ms": round(elapsed * 1000, 2),
-                },
-            )
+            # One line per request only at DEBUG (or for a server error): at INFO the hot path
+            # writes nothing, and the metrics above carry the counts and latencies.
+            level = logging.WARNING if status >= 500 else logging.DEBUG
+            if access_logger.isEnabledFor(level):
+                access_logger.log(
+                    level,
+                    "request",
+                    extra={
+                        "method": method,
+                        "route": route_path,
+                        "status": status,
+                        "duration_ms": round(elapsed * 1000, 2),
+                    },
+                )

@@ -1,27 +1,38 @@
-"""Append throughput against the database's own limit (DESIGN 15).
+"""Append throughput of the real server against the database's own limit (DESIGN 15).
 
-Prints JSON: messages/s of ``POST …/messages`` with 8 concurrent clients, of raw psycopg
-single-row ``INSERT`` + ``COMMIT`` at 8 threads in the same run, and of ``messages:batch`` of 100,
-with the ratios the targets name (≥ 0.5 and ≥ 5).
+Starts a private Postgres, measures raw psycopg single-row ``INSERT`` + ``COMMIT`` at 1 and 8
+threads on it, then runs ``workmem serve`` (production settings) with 1 and 2 workers, and with
+and without group commit, and drives it from a separate load process (``bench.load``): single
+appends from 8 clients and from 1, and batches of 100. An fsync probe runs before and after, since
+the disk's flush rate decides both sides. Prints one JSON document with the ratios the targets
+name: single appends ≥ 0.5 × raw at 8 and at 1, p99 ≤ 4 × p50, batches ≥ 5 × single.
+
+    python -m bench.append [--quick]
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
 import threading
 import time
+from pathlib import Path
+from typing import Any
 
+import httpx
 import psycopg
 
-from bench.support import Bench, bench_app
-
-CLIENTS = 8
-PER_CLIENT = 150
-BATCHES = 30
+from bench.support import operator_key
+from tests.support.postgres import PostgresForTests
 
 
-def raw_insert_rate(plain_url: str) -> float:
+def raw_insert_rate(plain_url: str, threads: int, per_thread: int) -> float:
     with psycopg.connect(plain_url, autocommit=True) as connection:
         connection.execute(
             "CREATE TABLE IF NOT EXISTS bench_raw (id bigserial PRIMARY KEY, body text)"
@@ -29,73 +40,156 @@ def raw_insert_rate(plain_url: str) -> float:
 
     def work() -> None:
         with psycopg.connect(plain_url) as connection:
-            for n in range(PER_CLIENT):
+            for n in range(per_thread):
                 connection.execute("INSERT INTO bench_raw (body) VALUES (%s)", (f"message {n}",))
                 connection.commit()
 
-    threads = [threading.Thread(target=work) for _ in range(CLIENTS)]
+    workers = [threading.Thread(target=work) for _ in range(threads)]
     started = time.perf_counter()
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    return CLIENTS * PER_CLIENT / (time.perf_counter() - started)
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    return threads * per_thread / (time.perf_counter() - started)
 
 
-async def api_single_rate(bench: Bench) -> float:
-    sessions = []
-    for _ in range(CLIENTS):
-        created = await bench.http.post("/v1/sessions", json={}, headers=bench.headers)
-        sessions.append(created.json()["id"])
+def fsync_probe(directory: Path, rounds: int = 200) -> float:
+    """fsyncs per second of a small file on the cluster's disk."""
+    path = directory / "fsync-probe"
+    with path.open("wb") as handle:
+        started = time.perf_counter()
+        for n in range(rounds):
+            handle.write(n.to_bytes(8, "little"))
+            handle.flush()
+            os.fsync(handle.fileno())
+        rate = rounds / (time.perf_counter() - started)
+    path.unlink()
+    return rate
 
-    async def client(agent_session_id: str) -> None:
-        for n in range(PER_CLIENT):
-            response = await bench.http.post(
-                f"/v1/sessions/{agent_session_id}/messages",
-                json={"role": "user", "content": f"message {n}"},
-                headers=bench.headers,
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+class Server:
+    """``workmem serve`` on a free loopback port, as an operator would run it."""
+
+    def __init__(self, env: dict[str, str], workers: int, log: Path) -> None:
+        self.port = free_port()
+        self.log = log.open("w")
+        command = [sys.executable, "-m", "app.cli", "serve", "--port", str(self.port)]
+        if workers > 1:
+            command += ["--workers", str(workers)]
+        self.process = subprocess.Popen(command, env=env, stdout=self.log, stderr=self.log)
+        self.url = f"http://127.0.0.1:{self.port}"
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(f"{self.url}/readyz", timeout=2).status_code == 200:
+                    return
+            except httpx.TransportError:
+                time.sleep(0.2)
+        raise RuntimeError(f"the server did not become ready; see {log}")
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(timeout=30)
+        self.log.close()
+
+
+def load(url: str, key: str, *, clients: int, requests: int, batch: int = 1) -> dict[str, Any]:
+    output = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "bench.load",
+            "--url",
+            url,
+            "--key",
+            key,
+            "--clients",
+            str(clients),
+            "--requests",
+            str(requests),
+            "--batch",
+            str(batch),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    result: dict[str, Any] = json.loads(output)
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="fewer requests, one server shape")
+    args = parser.parse_args()
+    per_client = 100 if args.quick else 250
+    postgres = PostgresForTests.start()
+    workdir = Path(tempfile.mkdtemp(prefix="wmbench-append-"))
+    try:
+        urls = postgres.create_app_database("wmbench")
+        key = asyncio.run(operator_key(urls.app, "bench"))
+        plain = urls.admin.replace("postgresql+psycopg://", "postgresql://")
+        data_dir = postgres.data_dir or workdir
+        report: dict[str, Any] = {"fsync_per_s_before": round(fsync_probe(data_dir), 1)}
+        raw_1 = raw_insert_rate(plain, threads=1, per_thread=per_client * 2)
+        raw_8 = raw_insert_rate(plain, threads=8, per_thread=per_client)
+        report["raw_insert_commit_per_s"] = {
+            "1_thread": round(raw_1, 1),
+            "8_threads": round(raw_8, 1),
+        }
+        shapes = [(1, True)] if args.quick else [(1, False), (1, True), (2, False), (2, True)]
+        runs: list[dict[str, Any]] = []
+        for workers, group_commit in shapes:
+            env = {
+                **{k: v for k, v in os.environ.items() if not k.startswith("WORKMEM_")},
+                "DATABASE_URL": urls.app,
+                "WORKMEM_WORKER_ENABLED": "false",
+                "WORKMEM_GROUP_COMMIT": "true" if group_commit else "false",
+                "WORKMEM_LOG_LEVEL": "INFO",
+            }
+            server = Server(env, workers, workdir / f"serve-{workers}-{group_commit}.log")
+            try:
+                eight = load(server.url, key, clients=8, requests=per_client)
+                one = load(server.url, key, clients=1, requests=per_client * 2)
+                batched = load(
+                    server.url, key, clients=1, requests=max(10, per_client // 10), batch=100
+                )
+            finally:
+                server.stop()
+            runs.append(
+                {
+                    "workers": workers,
+                    "group_commit": group_commit,
+                    "single_8_clients": eight,
+                    "single_1_client": one,
+                    "batch_100": batched,
+                    "ratio_8_clients_to_raw_8_threads": round(eight["messages_per_s"] / raw_8, 3),
+                    "ratio_1_client_to_raw_1_thread": round(one["messages_per_s"] / raw_1, 3),
+                    "p99_over_p50_8_clients": round(eight["p99_ms"] / eight["p50_ms"], 2),
+                    "ratio_batch_to_single_8": round(
+                        batched["messages_per_s"] / eight["messages_per_s"], 2
+                    ),
+                }
             )
-            assert response.status_code == 201
-
-    started = time.perf_counter()
-    await asyncio.gather(*(client(s) for s in sessions))
-    return CLIENTS * PER_CLIENT / (time.perf_counter() - started)
-
-
-async def api_batch_rate(bench: Bench) -> float:
-    created = await bench.http.post("/v1/sessions", json={}, headers=bench.headers)
-    agent_session_id = created.json()["id"]
-    batch = [{"role": "user", "content": f"message {n}"} for n in range(100)]
-    started = time.perf_counter()
-    for _ in range(BATCHES):
-        response = await bench.http.post(
-            f"/v1/sessions/{agent_session_id}/messages:batch",
-            json={"messages": batch},
-            headers=bench.headers,
-        )
-        assert response.status_code == 201
-    return BATCHES * 100 / (time.perf_counter() - started)
-
-
-async def main() -> None:
-    async with bench_app() as bench:
-        raw = raw_insert_rate(bench.plain_url)
-        single = await api_single_rate(bench)
-        batch = await api_batch_rate(bench)
-    print(
-        json.dumps(
-            {
-                "raw_insert_commit_8_threads_per_s": round(raw, 1),
-                "api_append_8_clients_per_s": round(single, 1),
-                "api_batch_100_messages_per_s": round(batch, 1),
-                "ratio_api_to_raw": round(single / raw, 3),
-                "ratio_batch_to_single": round(batch / single, 2),
-                "targets": {"ratio_api_to_raw": ">= 0.5", "ratio_batch_to_single": ">= 5"},
-            },
-            indent=2,
-        )
-    )
+        report["runs"] = runs
+        report["fsync_per_s_after"] = round(fsync_probe(data_dir), 1)
+        report["targets"] = {
+            "ratio_8_clients_to_raw_8_threads": ">= 0.5 (stretch >= 1 with group commit)",
+            "ratio_1_client_to_raw_1_thread": ">= 0.5",
+            "p99_over_p50_8_clients": "<= 4",
+            "ratio_batch_to_single_8": ">= 5",
+        }
+        print(json.dumps(report, indent=2))
+    finally:
+        postgres.stop()
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    main()

@@ -164,7 +164,7 @@ async def timed_ms(call: Callable[[int], Awaitable[None]], size: int) -> float:
 
 async def measure(url: str, runs: int) -> dict[str, Any]:
     database = Database.from_url(url, pool_size=4)
-    async with database.system() as db:
+    async with database.unscoped() as db:
         tenant = await tenancy.create_tenant(db, "bench")
         _, key = await tenancy.issue_key(db, tenant.tenant_id, role=Role.READER)
     started = time.perf_counter()

@@ -40,7 +40,7 @@ async def bench_app(pool_size: int = 20) -> AsyncIterator[Bench]:
         url = postgres.create_database("wmbench")
         migrations.upgrade(url)
         database = Database.from_url(url, pool_size=pool_size)
-        async with database.system() as db:
+        async with database.unscoped() as db:
             tenant = await tenancy.create_tenant(db, "bench")
             _, key = await tenancy.issue_key(db, tenant.tenant_id, role=Role.WRITER)
         settings = Settings(database_url=url, worker_enabled=False, pool_size=pool_size)
@@ -55,6 +55,18 @@ async def bench_app(pool_size: int = 20) -> AsyncIterator[Bench]:
         await database.dispose()
     finally:
         postgres.stop()
+
+
+async def operator_key(admin_url: str, tenant_name: str) -> str:
+    """A new tenant and a writer key for it, made the way an operator makes them."""
+    database = Database.from_url(admin_url, pool_size=1)
+    try:
+        async with database.unscoped() as db:
+            tenant = await tenancy.create_tenant(db, tenant_name)
+            _, key = await tenancy.issue_key(db, tenant.tenant_id, role=Role.WRITER)
+    finally:
+        await database.dispose()
+    return key
 
 
 async def median_s(action: Callable[[], Awaitable[object]], rounds: int) -> float:

@@ -15,13 +15,12 @@ import pytest
 from asgi_lifespan import LifespanManager
 from pydantic import SecretStr
 
-from app import migrations
 from app.config import Settings
 from app.db import Database
 from app.main import create_app
 from app.tenancy import service as tenancy
 from app.tenancy.principal import Principal, Role
-from tests.support.postgres import PostgresForTests
+from tests.support.postgres import DatabaseUrls, PostgresForTests
 
 ADMIN_TOKEN = "operator-secret-token-for-tests"
 
@@ -34,15 +33,28 @@ def postgres() -> Iterator[PostgresForTests]:
 
 
 @pytest.fixture(scope="session")
-def database_url(postgres: PostgresForTests) -> str:
-    url = postgres.create_database("wmtest")
-    migrations.upgrade(url)
-    return url
+def database_urls(postgres: PostgresForTests) -> DatabaseUrls:
+    return postgres.create_app_database("wmtest")
+
+
+@pytest.fixture(scope="session")
+def database_url(database_urls: DatabaseUrls) -> str:
+    """The service's own login (``workmem_app``): what every app in the tests connects as."""
+    return database_urls.app
 
 
 @pytest.fixture(scope="session")
 async def database(database_url: str) -> AsyncIterator[Database]:
     db = Database.from_url(database_url, pool_size=10)
+    yield db
+    await db.dispose()
+
+
+@pytest.fixture(scope="session")
+async def admin_database(database_urls: DatabaseUrls) -> AsyncIterator[Database]:
+    """The schema owner (a superuser here): for tests that set up or inspect rows across
+    tenants directly, never for the app."""
+    db = Database.from_url(database_urls.admin, pool_size=2)
     yield db
     await db.dispose()
 
@@ -90,7 +102,7 @@ class TenantKeys:
 
 
 async def make_tenant(database: Database, name: str = "tenant") -> TenantKeys:
-    async with database.system() as db:
+    async with database.unscoped() as db:
         tenant = await tenancy.create_tenant(db, name)
         keys = {
             role: (await tenancy.issue_key(db, tenant.tenant_id, role=role))[1]

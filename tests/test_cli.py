@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 
 from app.cli import cli
 from tests.archives.test_openai_generation import FIRST
+from tests.support.postgres import DatabaseUrls
 
 runner = CliRunner()
 
@@ -41,9 +42,10 @@ def test_tenants_keys_and_revocation(env: dict[str, str]) -> None:
 
 
 def test_pending_tokens_check_reports_and_repairs_drift(
-    env: dict[str, str], database_url: str
+    env: dict[str, str], database_urls: DatabaseUrls
 ) -> None:
-    plain = make_url(database_url).set(drivername="postgresql").render_as_string(False)
+    # The drift is planted behind the service's back, by the schema owner.
+    plain = make_url(database_urls.admin).set(drivername="postgresql").render_as_string(False)
     with psycopg.connect(plain, autocommit=True) as connection:
         tenant_id = connection.execute(
             "INSERT INTO tenants (name) VALUES ('drift') RETURNING tenant_id"

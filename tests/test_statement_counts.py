@@ -15,7 +15,6 @@ import httpx
 import pytest
 from asgi_lifespan import LifespanManager
 
-from app import migrations
 from app.config import Settings
 from app.db import Database
 from app.main import create_app
@@ -40,8 +39,7 @@ class Counted:
 
 @pytest.fixture(scope="module")
 async def counted(postgres: PostgresForTests, settings: Settings) -> AsyncIterator[Counted]:
-    url = postgres.create_database("wmcount")
-    migrations.upgrade(url)
+    url = postgres.create_app_database("wmcount").app
     database = Database.from_url(url, pool_size=4)
     log = count_statements(database)
     app = create_app(settings.model_copy(update={"database_url": url}), database=database)

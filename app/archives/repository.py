@@ -1,8 +1,8 @@
 """SQL for archives and section versions, scoped to one tenant; plus the workers' claim.
 
-``claim_next`` and ``requeue_failed`` are the privileged statements here: they run in a system
-transaction because a worker (or an operator) serves every tenant; everything after a claim runs
-under the claimed archive's tenant. Reads of a user-bound credential only see archives of that
+``claim_next`` and ``requeue_failed`` call privileged functions (``docs/operations.md``): a
+worker, or an operator, serves every tenant; everything after a claim runs under the claimed
+archive's tenant. Reads of a user-bound credential only see archives of that
 user's agent sessions. Flushes, never commits.
 """
 
@@ -42,42 +42,6 @@ class Claim:
     attempt: int
 
 
-_CLAIM = text(
-    """
-    WITH candidate AS (
-        SELECT a.tenant_id, a.agent_session_id, a.archive_seq
-        FROM archives a
-        WHERE a.status IN ('pending', 'running')
-          AND a.available_at <= now()
-          AND (a.status = 'pending' OR a.lease_until < now())
-          AND (CAST(:tenant_id AS uuid) IS NULL OR a.tenant_id = CAST(:tenant_id AS uuid))
-          AND (CAST(:agent_session_id AS uuid) IS NULL
-               OR a.agent_session_id = CAST(:agent_session_id AS uuid))
-          -- Archives of one agent session run strictly in order: only the oldest unfinished one.
-          AND NOT EXISTS (
-              SELECT 1 FROM archives older
-              WHERE older.tenant_id = a.tenant_id
-                AND older.agent_session_id = a.agent_session_id
-                AND older.archive_seq < a.archive_seq
-                AND older.status IN ('pending', 'running')
-          )
-        ORDER BY a.available_at, a.created_at
-        LIMIT 1
-        FOR UPDATE SKIP LOCKED
-    )
-    UPDATE archives AS a
-    SET status = 'running',
-        attempt = a.attempt + 1,
-        lease_until = now() + make_interval(secs => :lease_s)
-    FROM candidate c
-    WHERE a.tenant_id = c.tenant_id
-      AND a.agent_session_id = c.agent_session_id
-      AND a.archive_seq = c.archive_seq
-    RETURNING a.tenant_id, a.agent_session_id, a.archive_seq, a.attempt
-    """
-)
-
-
 async def claim_next(
     db: AsyncSession,
     *,
@@ -88,17 +52,14 @@ async def claim_next(
     """Claim the oldest claimable archive (optionally of one agent session) for ``lease_s``."""
     row = (
         await db.execute(
-            _CLAIM,
-            {
-                "lease_s": lease_s,
-                "tenant_id": None if tenant_id is None else str(tenant_id),
-                "agent_session_id": None if agent_session_id is None else str(agent_session_id),
-            },
+            text(
+                "SELECT tenant_id, agent_session_id, archive_seq, attempt"
+                " FROM workmem_claim_archive(:lease_s, :tenant_id, :agent_session_id)"
+            ),
+            {"lease_s": lease_s, "tenant_id": tenant_id, "agent_session_id": agent_session_id},
         )
     ).first()
-    if row is None:
-        return None
-    return Claim(tenant_id=row[0], agent_session_id=row[1], archive_seq=row[2], attempt=row[3])
+    return None if row is None else Claim(*row)
 
 
 async def requeue_failed(
@@ -108,28 +69,20 @@ async def requeue_failed(
     agent_session_id: uuid.UUID | None = None,
     archive_seq: int | None = None,
 ) -> list[dict[str, object]]:
-    """The operator's re-queue of failed archives (a system transaction, across tenants)."""
-    statement = (
-        update(Archive)
-        .where(Archive.status == ArchiveStatus.FAILED)
-        .values(
-            status=ArchiveStatus.PENDING,
-            attempt=0,
-            available_at=func.now(),
-            lease_until=None,
-            last_error=None,
-            error_stage=None,
-            finished_at=None,
+    """The operator's re-queue of failed archives, across tenants or narrowed by the filters."""
+    rows = (
+        await db.execute(
+            text(
+                "SELECT tenant_id, agent_session_id, archive_seq"
+                " FROM workmem_requeue_failed(:tenant_id, :agent_session_id, :archive_seq)"
+            ),
+            {
+                "tenant_id": tenant_id,
+                "agent_session_id": agent_session_id,
+                "archive_seq": archive_seq,
+            },
         )
-        .returning(Archive.tenant_id, Archive.agent_session_id, Archive.archive_seq)
-    )
-    if tenant_id is not None:
-        statement = statement.where(Archive.tenant_id == tenant_id)
-    if agent_session_id is not None:
-        statement = statement.where(Archive.agent_session_id == agent_session_id)
-    if archive_seq is not None:
-        statement = statement.where(Archive.archive_seq == archive_seq)
-    rows = (await db.execute(statement)).all()
+    ).all()
     return [
         {"tenant_id": str(row[0]), "agent_session_id": str(row[1]), "archive_seq": row[2]}
         for row in rows

@@ -85,7 +85,7 @@ class ArchiveWorker:
     async def run_once(
         self, *, tenant_id: uuid.UUID | None = None, agent_session_id: uuid.UUID | None = None
     ) -> Claim | None:
-        async with self.database.system() as db:
+        async with self.database.unscoped() as db:
             claim = await repository.claim_next(
                 db,
                 lease_s=self.config.lease_s,

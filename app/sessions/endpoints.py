@@ -6,9 +6,11 @@ import uuid
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Response, status
+from pydantic import BaseModel
 
 from app.config import Settings
-from app.deps import DatabaseDep, SettingsDep
+from app.deps import DatabaseDep, GroupCommitDep, SettingsDep
+from app.sessions.group_commit import GroupCommit
 from app.sessions.schemas import (
     AgentSessionCreate,
     AgentSessionPage,
@@ -20,7 +22,13 @@ from app.sessions.schemas import (
     MessagePage,
     MessageRead,
 )
-from app.sessions.service import AgentSessionService, AppendOutcome, Limits
+from app.sessions.service import (
+    AgentSessionService,
+    AppendOutcome,
+    Limits,
+    append_prepared,
+    prepare_append,
+)
 from app.tenancy.auth import Reader, Writer
 
 router = APIRouter(prefix="/v1/sessions", tags=["sessions"])
@@ -87,46 +95,75 @@ async def _append(
     principal: Writer,
     database: DatabaseDep,
     settings: Settings,
+    group_commit: GroupCommit | None,
 ) -> AppendOutcome:
-    async with database.tenant(principal.tenant_id) as db:
-        service = AgentSessionService(db, principal, limits(settings))
-        return await service.append(agent_session_id, messages)
+    # Validation and token counting first, with no connection held; then one statement, either
+    # a transaction of its own on an autocommit connection or a part of the next group commit.
+    prepared = prepare_append(messages, limits(settings))
+    if group_commit is not None:
+        return await group_commit.append(principal.scope, agent_session_id, prepared)
+    async with database.connection() as connection:
+        return await append_prepared(connection, principal.scope, agent_session_id, prepared)
 
 
-@router.post("/{agent_session_id}/messages", status_code=status.HTTP_201_CREATED)
+def created(body: BaseModel) -> Response:
+    """A 201 with the body serialised once, by pydantic itself: the append path skips
+    FastAPI's re-validation of a response it has just built (the route declares the model)."""
+    return Response(
+        body.model_dump_json(), status_code=status.HTTP_201_CREATED, media_type="application/json"
+    )
+
+
+@router.post(
+    "/{agent_session_id}/messages",
+    status_code=status.HTTP_201_CREATED,
+    response_model=AppendResult,
+)
 async def append_message(
     agent_session_id: uuid.UUID,
     body: MessageCreate,
     principal: Writer,
     database: DatabaseDep,
     settings: SettingsDep,
-) -> AppendResult:
-    outcome = await _append(agent_session_id, [body], principal, database, settings)
-    return AppendResult(
-        message=MessageRead.from_stored(
-            outcome.messages[0], archived_upto_seq=outcome.archived_upto_seq
-        ),
-        pending_tokens=outcome.pending_tokens,
-        live_message_count=outcome.live_message_count,
+    group_commit: GroupCommitDep,
+) -> Response:
+    outcome = await _append(agent_session_id, [body], principal, database, settings, group_commit)
+    return created(
+        AppendResult(
+            message=MessageRead.from_stored(
+                outcome.messages[0], archived_upto_seq=outcome.archived_upto_seq
+            ),
+            pending_tokens=outcome.pending_tokens,
+            live_message_count=outcome.live_message_count,
+        )
     )
 
 
-@router.post("/{agent_session_id}/messages:batch", status_code=status.HTTP_201_CREATED)
+@router.post(
+    "/{agent_session_id}/messages:batch",
+    status_code=status.HTTP_201_CREATED,
+    response_model=BatchAppendResult,
+)
 async def append_messages(
     agent_session_id: uuid.UUID,
     body: MessageBatchCreate,
     principal: Writer,
     database: DatabaseDep,
     settings: SettingsDep,
-) -> BatchAppendResult:
-    outcome = await _append(agent_session_id, body.messages, principal, database, settings)
-    return BatchAppendResult(
-        messages=[
-            MessageRead.from_stored(m, archived_upto_seq=outcome.archived_upto_seq)
-            for m in outcome.messages
-        ],
-        pending_tokens=outcome.pending_tokens,
-        live_message_count=outcome.live_message_count,
+    group_commit: GroupCommitDep,
+) -> Response:
+    outcome = await _append(
+        agent_session_id, body.messages, principal, database, settings, group_commit
+    )
+    return created(
+        BatchAppendResult(
+            messages=[
+                MessageRead.from_stored(m, archived_upto_seq=outcome.archived_upto_seq)
+                for m in outcome.messages
+            ],
+            pending_tokens=outcome.pending_tokens,
+            live_message_count=outcome.live_message_count,
+        )
     )
 
 

@@ -12,8 +12,9 @@ from typing import Any
 from sqlalchemy import select
 
 from app.db import Database
-from app.models import AgentSession, Tenant
+from app.models import AgentSession
 from app.sessions.service import AgentSessionService
+from app.tenancy import service as tenancy
 from app.tenancy.principal import Principal, Role
 
 MAINTENANCE_KEY_ID = uuid.UUID(int=0)
@@ -27,8 +28,8 @@ def maintenance_principal(tenant_id: uuid.UUID) -> Principal:
 
 
 async def check_all_pending(database: Database, *, repair: bool) -> dict[str, Any]:
-    async with database.system() as db:
-        tenant_ids = list(await db.scalars(select(Tenant.tenant_id).order_by(Tenant.tenant_id)))
+    async with database.unscoped() as db:
+        tenant_ids = await tenancy.tenant_ids(db)
     checked = 0
     drifted: list[dict[str, Any]] = []
     for tenant_id in tenant_ids:

@@ -2,76 +2,88 @@
 
 Row-level security enforces the tenant too; the explicit filters keep plans index-only and make
 intent visible. Messages come back as ``StoredMessage`` values, never as ORM rows. The append
-path is the one place that runs SQL on the driver connection (see ``docs/database.md``).
+is the one statement that runs on a bare psycopg connection (see ``docs/database.md``).
 Flushes, never commits.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+import psycopg
 from psycopg.types.json import Jsonb
 from sqlalchemy import Row, and_, delete, func, select, tuple_, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.db import driver
 from app.models import AgentSession, Archive, Message
 from app.sessions.records import NewestArchive, StoredMessage
 from app.tenancy.principal import Scope
 
 
 @dataclass(frozen=True, slots=True)
-class AppendState:
-    """The counters an append reads under the row lock, the token count of the message that
-    the first appended message pushes out of the keep window (``None`` when none does), and the
-    transaction's ``now()`` (the ``created_at`` of messages that do not bring their own)."""
+class AppendedRow:
+    """One appended message's seq, turn and stored time, with the agent session's counters
+    after the whole append."""
 
-    last_seq: int
-    archived_upto_seq: int
-    keep_recent_count: int
+    seq: int
+    turn: int
+    created_at: datetime
     pending_tokens: int
-    total_tokens: int
-    turn_count: int
-    first_leaving_tokens: int | None
-    now: datetime
+    archived_upto_seq: int
+    last_seq: int
 
 
-# The append path runs these on every message, on the driver connection (``app.db.driver``):
-# row-level security still applies, as they run inside the tenant transaction.
-_LOCK_FOR_APPEND = """
-SELECT s.last_seq, s.archived_upto_seq, s.keep_recent_count, s.pending_tokens, s.total_tokens,
-       s.turn_count,
-       (SELECT m.token_count FROM messages m
-         WHERE m.tenant_id = s.tenant_id AND m.agent_session_id = s.agent_session_id
-           AND m.seq = s.last_seq + 1 - s.keep_recent_count),
-       now()
-FROM agent_sessions s
-WHERE s.tenant_id = %(tenant_id)s AND s.agent_session_id = %(agent_session_id)s
-  AND (%(user_id)s::text IS NULL OR s.user_id = %(user_id)s::text)
-FOR UPDATE OF s
+# The append is one statement (migration 0003's ``workmem_append``): on an autocommit
+# connection it is a whole transaction in one round trip. It sets the tenant of its own
+# transaction first, so row-level security applies to everything it does.
+_APPEND = """
+SELECT seq, turn, created_at, pending_tokens, archived_upto_seq, last_seq
+FROM workmem_append(%(tenant_id)s, %(agent_session_id)s, %(user_id)s, %(roles)s::text[],
+                    %(messages)s::jsonb[], %(token_counts)s::int[], %(texts)s::text[],
+                    %(metadata)s::jsonb[], %(created_at)s::timestamptz[])
 """
-_SAVE_COUNTERS = """
-UPDATE agent_sessions
-SET last_seq = %(last_seq)s, turn_count = %(turn_count)s, pending_tokens = %(pending_tokens)s,
-    total_tokens = %(total_tokens)s, updated_at = now()
-WHERE tenant_id = %(tenant_id)s AND agent_session_id = %(agent_session_id)s
-"""
-_INSERT_MESSAGES = """
-INSERT INTO messages (tenant_id, agent_session_id, seq, role, turn, message, token_count,
-                      content_text, metadata, created_at)
-SELECT %(tenant_id)s, %(agent_session_id)s, u.seq, u.role, u.turn, u.message, u.token_count,
-       u.content_text, u.metadata, u.created_at
-FROM unnest(%(seqs)s::bigint[], %(roles)s::text[], %(turns)s::int[], %(messages)s::jsonb[],
-            %(token_counts)s::int[], %(texts)s::text[], %(metadata)s::jsonb[],
-            %(created_at)s::timestamptz[])
-     AS u(seq, role, turn, message, token_count, content_text, metadata, created_at)
-ORDER BY u.seq
-"""
+
+
+async def start_append(
+    connection: psycopg.AsyncConnection[Any],
+    scope: Scope,
+    agent_session_id: uuid.UUID,
+    *,
+    roles: Sequence[str],
+    messages: Sequence[Mapping[str, Any]],
+    token_counts: Sequence[int],
+    texts: Sequence[str],
+    metadata: Sequence[Mapping[str, Any] | None],
+    created_at: Sequence[datetime | None],
+) -> psycopg.AsyncCursor[Any]:
+    """Send the append; its rows are read with ``appended_rows`` (in pipeline mode, after
+    the other statements of the group have been sent too)."""
+    return await connection.execute(
+        _APPEND,
+        {
+            "tenant_id": scope.tenant_id,
+            "agent_session_id": agent_session_id,
+            "user_id": scope.user_id,
+            "roles": list(roles),
+            "messages": [Jsonb(message) for message in messages],
+            "token_counts": list(token_counts),
+            "texts": list(texts),
+            "metadata": [None if value is None else Jsonb(value) for value in metadata],
+            "created_at": list(created_at),
+        },
+    )
+
+
+async def appended_rows(cursor: psycopg.AsyncCursor[Any]) -> list[AppendedRow]:
+    """One row per appended message; none when the agent session is not visible (missing, or
+    another user's)."""
+    return [AppendedRow(*row) for row in await cursor.fetchall()]
+
 
 _NEWEST_ARCHIVE_COLUMNS = (Archive.archive_seq, Archive.start_seq, Archive.end_seq, Archive.status)
 
@@ -148,21 +160,6 @@ class AgentSessionRepository:
         row = (await self.db.execute(statement)).first()
         return None if row is None else _with_newest(row)
 
-    async def lock_for_append(self, agent_session_id: uuid.UUID) -> AppendState | None:
-        """Lock the row (appends and commits of one agent session serialise here) and read the
-        counters, with the tokens of the message the next append pushes out of the keep window,
-        in one round trip: this is the hot path."""
-        cursor = await (await driver(self.db)).execute(
-            _LOCK_FOR_APPEND,
-            {
-                "tenant_id": self.scope.tenant_id,
-                "agent_session_id": agent_session_id,
-                "user_id": self.scope.user_id,
-            },
-        )
-        row = await cursor.fetchone()
-        return None if row is None else AppendState(*row)
-
     async def page(
         self,
         *,
@@ -194,27 +191,6 @@ class AgentSessionRepository:
             .returning(AgentSession.agent_session_id)
         )
         return result.scalar_one_or_none() is not None
-
-    async def save_counters(
-        self,
-        agent_session_id: uuid.UUID,
-        *,
-        last_seq: int,
-        turn_count: int,
-        pending_tokens: int,
-        total_tokens: int,
-    ) -> None:
-        await (await driver(self.db)).execute(
-            _SAVE_COUNTERS,
-            {
-                "tenant_id": self.scope.tenant_id,
-                "agent_session_id": agent_session_id,
-                "last_seq": last_seq,
-                "turn_count": turn_count,
-                "pending_tokens": pending_tokens,
-                "total_tokens": total_tokens,
-            },
-        )
 
     async def save_commit(
         self,
@@ -278,41 +254,6 @@ class MessageRepository:
             Message.tenant_id == self.scope.tenant_id,
             Message.agent_session_id == agent_session_id,
         ]
-
-    async def insert_many(
-        self,
-        agent_session_id: uuid.UUID,
-        messages: Sequence[StoredMessage],
-        texts: Sequence[str],
-    ) -> None:
-        """Insert the messages (with their plain ``texts`` for search) in one statement."""
-        await (await driver(self.db)).execute(
-            _INSERT_MESSAGES,
-            {
-                "tenant_id": self.scope.tenant_id,
-                "agent_session_id": agent_session_id,
-                "seqs": [m.seq for m in messages],
-                "roles": [m.role for m in messages],
-                "turns": [m.turn for m in messages],
-                "messages": [Jsonb(m.message) for m in messages],
-                "token_counts": [m.token_count for m in messages],
-                "texts": list(texts),
-                "metadata": [None if m.metadata is None else Jsonb(m.metadata) for m in messages],
-                "created_at": [m.created_at for m in messages],
-            },
-        )
-
-    async def token_counts(
-        self, agent_session_id: uuid.UUID, seqs: Sequence[int]
-    ) -> dict[int, int]:
-        if not seqs:
-            return {}
-        result = await self.db.execute(
-            select(Message.seq, Message.token_count).where(
-                *self._of(agent_session_id), Message.seq.in_(list(seqs))
-            )
-        )
-        return {row[0]: row[1] for row in result.all()}
 
     async def sum_tokens(self, agent_session_id: uuid.UUID, after_seq: int, upto_seq: int) -> int:
         """Tokens of the messages with ``after_seq < seq <= upto_seq``."""

@@ -1,7 +1,8 @@
 """Agent-session and message logic: create, read, delete, and append with gap-free ``seq``.
 
-Appends lock the agent-session row, number the messages, count each message's tokens once, and
-keep ``pending_tokens`` current in O(1) per message (DESIGN 5). Flushes, never commits.
+An append is prepared here (validated, each message's tokens counted once) and stored by one
+statement that locks the agent-session row, numbers the messages and keeps ``pending_tokens``
+current in O(1) per message (DESIGN 5). Flushes, never commits.
 """
 
 from __future__ import annotations
@@ -14,15 +15,21 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+import psycopg
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.db import driver
 from app.errors import Conflict, Forbidden, InvalidInput, NotFound, PayloadTooLarge
 from app.models import AgentSession
-from app.sessions.pending import advance_pending, leaving_seqs
 from app.sessions.records import NewestArchive, StoredMessage
-from app.sessions.repository import AgentSessionRepository, MessageRepository
+from app.sessions.repository import (
+    AgentSessionRepository,
+    MessageRepository,
+    appended_rows,
+    start_append,
+)
 from app.sessions.schemas import AgentSessionCreate, MessageCreate
-from app.tenancy.principal import Principal
+from app.tenancy.principal import Principal, Scope
 from app.validation import find_unstorable
 from app.wm.tokens import message_text, message_tokens
 
@@ -70,6 +77,120 @@ def decode_cursor(cursor: str) -> tuple[datetime, uuid.UUID]:
         raise InvalidInput(
             "the cursor is not valid", errors=[{"loc": ["query", "cursor"], "msg": str(error)}]
         ) from error
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedAppend:
+    """Messages checked and measured, ready for the one statement that stores them."""
+
+    messages: tuple[MessageCreate, ...]
+    stored: tuple[dict[str, Any], ...]
+    """Each message in OpenAI format, as stored."""
+    token_counts: tuple[int, ...]
+    texts: tuple[str, ...]
+    """Plain text for search."""
+
+
+def prepare_append(messages: Sequence[MessageCreate], limits: Limits) -> PreparedAppend:
+    """Check every message (nothing is stored when one fails) and count its tokens once."""
+    if len(messages) > limits.max_batch_messages:
+        raise PayloadTooLarge(
+            f"at most {limits.max_batch_messages} messages per batch, got {len(messages)}"
+        )
+    stored: list[dict[str, Any]] = []
+    for index, message in enumerate(messages):
+        as_stored = message.openai_message()
+        bad_at = find_unstorable({"message": as_stored, "metadata": message.metadata})
+        if bad_at is not None:
+            raise InvalidInput(
+                "NUL characters and unpaired surrogates cannot be stored",
+                errors=[
+                    {
+                        "loc": ["body", index, *bad_at],
+                        "msg": "contains a NUL character or an unpaired surrogate",
+                        "type": "unstorable_text",
+                    }
+                ],
+            )
+        size = len(json.dumps(as_stored, ensure_ascii=False).encode())
+        if size > limits.max_message_bytes:
+            raise PayloadTooLarge(
+                f"message {index} is {size} bytes; the limit is "
+                f"{limits.max_message_bytes} bytes per message"
+            )
+        stored.append(as_stored)
+    return PreparedAppend(
+        messages=tuple(messages),
+        stored=tuple(stored),
+        token_counts=tuple(message_tokens(message) for message in stored),
+        texts=tuple(message_text(message) for message in stored),
+    )
+
+
+async def start_prepared(
+    connection: psycopg.AsyncConnection[Any],
+    scope: Scope,
+    agent_session_id: uuid.UUID,
+    prepared: PreparedAppend,
+) -> psycopg.AsyncCursor[Any]:
+    """Send the one statement that stores prepared messages: it locks the agent session
+    (appends and commits of one agent session serialise there, so ``seq`` stays gap-free),
+    numbers them, keeps ``pending_tokens`` by the rule of ``pending.py`` and saves the
+    counters. ``finish_prepared`` reads what it did."""
+    return await start_append(
+        connection,
+        scope,
+        agent_session_id,
+        roles=[message.role for message in prepared.messages],
+        messages=prepared.stored,
+        token_counts=prepared.token_counts,
+        texts=prepared.texts,
+        metadata=[message.metadata for message in prepared.messages],
+        created_at=[
+            None if message.created_at is None else _utc(message.created_at)
+            for message in prepared.messages
+        ],
+    )
+
+
+async def finish_prepared(
+    cursor: psycopg.AsyncCursor[Any], agent_session_id: uuid.UUID, prepared: PreparedAppend
+) -> AppendOutcome:
+    rows = await appended_rows(cursor)
+    if not rows:
+        raise NotFound(f"agent session {agent_session_id} not found")
+    stored = [
+        StoredMessage(
+            seq=row.seq,
+            role=message.role,
+            turn=row.turn,
+            message=as_stored,
+            token_count=tokens,
+            metadata=message.metadata,
+            created_at=row.created_at,
+        )
+        for row, message, as_stored, tokens in zip(
+            rows, prepared.messages, prepared.stored, prepared.token_counts, strict=True
+        )
+    ]
+    last = rows[-1]
+    return AppendOutcome(
+        messages=stored,
+        pending_tokens=last.pending_tokens,
+        live_message_count=last.last_seq - last.archived_upto_seq,
+        archived_upto_seq=last.archived_upto_seq,
+    )
+
+
+async def append_prepared(
+    connection: psycopg.AsyncConnection[Any],
+    scope: Scope,
+    agent_session_id: uuid.UUID,
+    prepared: PreparedAppend,
+) -> AppendOutcome:
+    """Store prepared messages: one statement, one round trip."""
+    cursor = await start_prepared(connection, scope, agent_session_id, prepared)
+    return await finish_prepared(cursor, agent_session_id, prepared)
 
 
 class AgentSessionService:
@@ -140,102 +261,14 @@ class AgentSessionService:
         if not await self.agent_sessions.delete(agent_session_id):
             raise NotFound(f"agent session {agent_session_id} not found")
 
-    def _prepare(self, messages: Sequence[MessageCreate]) -> list[dict[str, Any]]:
-        """Each message as it will be stored; all are checked before any is stored."""
-        if len(messages) > self.limits.max_batch_messages:
-            raise PayloadTooLarge(
-                f"at most {self.limits.max_batch_messages} messages per batch, got {len(messages)}"
-            )
-        prepared = []
-        for index, message in enumerate(messages):
-            stored = message.openai_message()
-            bad_at = find_unstorable({"message": stored, "metadata": message.metadata})
-            if bad_at is not None:
-                raise InvalidInput(
-                    "NUL characters and unpaired surrogates cannot be stored",
-                    errors=[
-                        {
-                            "loc": ["body", index, *bad_at],
-                            "msg": "contains a NUL character or an unpaired surrogate",
-                            "type": "unstorable_text",
-                        }
-                    ],
-                )
-            size = len(json.dumps(stored, ensure_ascii=False).encode())
-            if size > self.limits.max_message_bytes:
-                raise PayloadTooLarge(
-                    f"message {index} is {size} bytes; the limit is "
-                    f"{self.limits.max_message_bytes} bytes per message"
-                )
-            prepared.append(stored)
-        return prepared
-
     async def append(
         self, agent_session_id: uuid.UUID, messages: Sequence[MessageCreate]
     ) -> AppendOutcome:
-        """Append messages atomically; all are validated before any is stored."""
-        prepared = self._prepare(messages)
-        # The row lock serialises appends (and commits) of one agent session: seq stays gap-free.
-        state = await self.agent_sessions.lock_for_append(agent_session_id)
-        if state is None:
-            raise NotFound(f"agent session {agent_session_id} not found")
-        last_seq = state.last_seq
-        turn = state.turn_count
-        rows: list[StoredMessage] = []
-        for offset, (message, stored) in enumerate(zip(messages, prepared, strict=True), start=1):
-            if message.role == "user":
-                turn += 1
-            rows.append(
-                StoredMessage(
-                    seq=last_seq + offset,
-                    role=message.role,
-                    turn=turn,
-                    message=stored,
-                    token_count=message_tokens(stored),
-                    metadata=message.metadata,
-                    created_at=state.now
-                    if message.created_at is None
-                    else _utc(message.created_at),
-                )
-            )
-        keep = state.keep_recent_count
-        archived = state.archived_upto_seq
-        leaving = leaving_seqs(
-            last_seq=last_seq, archived_upto_seq=archived, keep=keep, count=len(rows)
-        )
-        stored_tokens: dict[int, int] = {}
-        needed = [seq for seq in leaving if seq <= last_seq]
-        first_leaving = last_seq + 1 - keep
-        if needed and needed[0] == first_leaving and state.first_leaving_tokens is not None:
-            stored_tokens[first_leaving] = state.first_leaving_tokens
-        missing = [seq for seq in needed if seq not in stored_tokens]
-        stored_tokens.update(await self.messages.token_counts(agent_session_id, missing))
-        new_tokens = [row.token_count for row in rows]
-        pending = advance_pending(
-            pending_tokens=state.pending_tokens,
-            last_seq=last_seq,
-            keep=keep,
-            leaving=leaving,
-            new_tokens=new_tokens,
-            stored_tokens=stored_tokens,
-        )
-        await self.messages.insert_many(
-            agent_session_id, rows, [message_text(stored) for stored in prepared]
-        )
-        new_last_seq = last_seq + len(rows)
-        await self.agent_sessions.save_counters(
-            agent_session_id,
-            last_seq=new_last_seq,
-            turn_count=turn,
-            pending_tokens=pending,
-            total_tokens=state.total_tokens + sum(new_tokens),
-        )
-        return AppendOutcome(
-            messages=rows,
-            pending_tokens=pending,
-            live_message_count=new_last_seq - archived,
-            archived_upto_seq=archived,
-        )
+        """Append messages atomically inside this service's transaction (imports, tests); the
+        API's appends run the same statement on an autocommit connection (``append_prepared``)."""
+        prepared = prepare_append(messages, self.limits)
+        connection = await driver(self.db)
+        return await append_prepared(connection, self.principal.scope, agent_session_id, prepared)
 
     async def record_skipped_commit(
         self, agent_session: AgentSession, keep: int, *, pending_tokens: int = 0

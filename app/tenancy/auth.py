@@ -50,7 +50,7 @@ class Authenticator:
         now = time.monotonic()
         if cached is not None and cached[0] > now:
             return cached[1]
-        async with self.database.system() as db:
+        async with self.database.unscoped() as db:
             principal = await service.verify_key(db, token)
         if principal is None:
             self._cache.pop(cache_key, None)
@@ -70,9 +70,8 @@ async def authenticator(request: Request) -> Authenticator:
     return found
 
 
-async def current_principal(
-    request: Request, auth: Annotated[Authenticator, Depends(authenticator)]
-) -> Principal:
+async def _principal_of(request: Request) -> Principal:
+    auth: Authenticator = request.app.state.authenticator
     token = credential_from(request)
     if token is None:
         raise Unauthenticated("send an API key as 'Authorization: Bearer wm_…' or 'X-API-Key'")
@@ -81,17 +80,21 @@ async def current_principal(
     return await auth.principal(token)
 
 
-async def writer_principal(
-    principal: Annotated[Principal, Depends(current_principal)],
-) -> Principal:
+# Each dependency is one function of the request, not a chain of dependencies: resolving a
+# dependency costs more than what these do.
+async def current_principal(request: Request) -> Principal:
+    return await _principal_of(request)
+
+
+async def writer_principal(request: Request) -> Principal:
+    principal = await _principal_of(request)
     if not principal.can_write:
         raise Forbidden("this API key is read-only")
     return principal
 
 
-async def require_operator(
-    request: Request, auth: Annotated[Authenticator, Depends(authenticator)]
-) -> None:
+async def require_operator(request: Request) -> None:
+    auth: Authenticator = request.app.state.authenticator
     if auth.settings.admin_token is None:
         raise Forbidden("the operator API is disabled: set WORKMEM_ADMIN_TOKEN")
     token = credential_from(request)

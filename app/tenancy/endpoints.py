@@ -17,7 +17,7 @@ router = APIRouter(prefix="/v1/admin", tags=["operator"])
 
 @router.post("/tenants", status_code=status.HTTP_201_CREATED)
 async def create_tenant(body: TenantCreate, _: Operator, database: DatabaseDep) -> TenantRead:
-    async with database.system() as db:
+    async with database.unscoped() as db:
         tenant = await service.create_tenant(db, body.name)
         return TenantRead.model_validate(tenant, from_attributes=True)
 
@@ -29,7 +29,7 @@ async def create_api_key(
     _: Operator,
     database: DatabaseDep,
 ) -> ApiKeyIssued:
-    async with database.system() as db:
+    async with database.unscoped() as db:
         row, plaintext = await service.issue_key(
             db, tenant_id, role=body.role, name=body.name, user_id=body.user_id
         )
@@ -44,7 +44,7 @@ async def revoke_api_key(
     database: DatabaseDep,
     auth: Annotated[Authenticator, Depends(authenticator)],
 ) -> Response:
-    async with database.system() as db:
+    async with database.unscoped() as db:
         await service.revoke_key(db, api_key_id)
     auth.forget()
     return Response(status_code=status.HTTP_204_NO_CONTENT)

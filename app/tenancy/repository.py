@@ -1,26 +1,44 @@
-"""SQL for tenants and API keys. Flushes, never commits."""
+"""SQL for tenants and API keys: calls of the privileged functions that manage them.
+
+Tenants and keys are managed across tenants (by the operator) and keys are looked up before any
+tenant is known (authentication), so these statements call the named ``SECURITY DEFINER``
+functions of ``docs/operations.md`` instead of reading the tables. Flushes, never commits.
+"""
 
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
+from datetime import datetime
 
-from sqlalchemy import func, insert, select, update
+from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.models import ApiKey, Tenant
 
+_KEY_COLUMNS = "api_key_id, tenant_id, prefix, role, name, user_id, created_at, revoked_at"
+
+
+@dataclass(frozen=True, slots=True)
+class StoredKey:
+    """What authentication reads of a key: whose it is, and how to check its secret."""
+
+    tenant_id: uuid.UUID
+    api_key_id: uuid.UUID
+    role: str
+    user_id: str | None
+    secret_sha256: str
+    revoked_at: datetime | None
+
 
 async def insert_tenant(db: AsyncSession, name: str) -> Tenant:
-    tenant = Tenant(name=name)
-    db.add(tenant)
-    await db.flush()
-    await db.refresh(tenant)
-    return tenant
-
-
-async def tenant_exists(db: AsyncSession, tenant_id: uuid.UUID) -> bool:
-    found = await db.scalar(select(Tenant.tenant_id).where(Tenant.tenant_id == tenant_id))
-    return found is not None
+    row = (
+        await db.execute(
+            text("SELECT tenant_id, name, created_at FROM workmem_create_tenant(:name)"),
+            {"name": name},
+        )
+    ).one()
+    return Tenant(tenant_id=row.tenant_id, name=row.name, created_at=row.created_at)
 
 
 async def insert_api_key(
@@ -32,46 +50,55 @@ async def insert_api_key(
     role: str,
     name: str | None,
     user_id: str | None,
-) -> ApiKey:
+) -> ApiKey | None:
+    """The new key, or ``None`` when the tenant does not exist."""
     row = (
         await db.execute(
-            insert(ApiKey)
-            .values(
-                tenant_id=tenant_id,
-                prefix=prefix,
-                secret_sha256=secret_sha256,
-                role=role,
-                name=name,
-                user_id=user_id,
-            )
-            .returning(ApiKey)
+            text(
+                f"SELECT {_KEY_COLUMNS} FROM workmem_issue_api_key("  # noqa: S608 - fixed
+                ":tenant_id, :prefix, :secret_sha256, :role, :name, :user_id)"
+            ),
+            {
+                "tenant_id": tenant_id,
+                "prefix": prefix,
+                "secret_sha256": secret_sha256,
+                "role": role,
+                "name": name,
+                "user_id": user_id,
+            },
         )
-    ).scalar_one()
-    return row
+    ).one_or_none()
+    return None if row is None else ApiKey(**row._asdict())
 
 
-async def find_api_key_by_prefix(db: AsyncSession, prefix: str) -> ApiKey | None:
-    return await db.scalar(select(ApiKey).where(ApiKey.prefix == prefix))
+async def find_api_key_by_prefix(db: AsyncSession, prefix: str) -> StoredKey | None:
+    row = (
+        await db.execute(
+            text(
+                "SELECT tenant_id, api_key_id, role, user_id, secret_sha256, revoked_at"
+                " FROM workmem_find_api_key(:prefix)"
+            ),
+            {"prefix": prefix},
+        )
+    ).one_or_none()
+    return None if row is None else StoredKey(*row)
 
 
 async def revoke_api_key(db: AsyncSession, api_key_id: uuid.UUID) -> ApiKey | None:
-    return await db.scalar(
-        update(ApiKey)
-        .where(ApiKey.api_key_id == api_key_id)
-        .values(revoked_at=func.coalesce(ApiKey.revoked_at, func.now()))
-        .returning(ApiKey)
-    )
-
-
-async def touch_api_key(db: AsyncSession, tenant_id: uuid.UUID, api_key_id: uuid.UUID) -> None:
-    # At most one write per key per minute: last_used_at is for humans, not an audit log.
-    await db.execute(
-        update(ApiKey)
-        .where(
-            ApiKey.tenant_id == tenant_id,
-            ApiKey.api_key_id == api_key_id,
-            func.coalesce(ApiKey.last_used_at, func.to_timestamp(0))
-            < func.now() - func.make_interval(0, 0, 0, 0, 0, 1),
+    row = (
+        await db.execute(
+            text(f"SELECT {_KEY_COLUMNS} FROM workmem_revoke_api_key(:api_key_id)"),  # noqa: S608
+            {"api_key_id": api_key_id},
         )
-        .values(last_used_at=func.now())
-    )
+    ).one_or_none()
+    return None if row is None else ApiKey(**row._asdict())
+
+
+async def tenant_ids(db: AsyncSession) -> list[uuid.UUID]:
+    """Every tenant, for maintenance jobs that then work tenant by tenant."""
+    return list((await db.execute(text("SELECT * FROM workmem_tenant_ids()"))).scalars())
+
+
+async def schema_revision(db: AsyncSession) -> str | None:
+    revision: str | None = await db.scalar(text("SELECT workmem_schema_revision()"))
+    return revision

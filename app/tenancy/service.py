@@ -1,7 +1,8 @@
 """Tenant and API-key logic: issuing, revoking and verifying keys. Flushes, never commits.
 
-Every function here runs in a *system* transaction (the operator's management and key lookup are
-the named cross-tenant paths); nothing here reads tenant data.
+Every function here runs in an unscoped transaction (``Database.unscoped``) and reaches the
+tables only through the privileged functions of ``docs/operations.md``; nothing here reads
+tenant data.
 """
 
 from __future__ import annotations
@@ -30,8 +31,6 @@ async def issue_key(
     user_id: str | None = None,
 ) -> tuple[ApiKey, str]:
     """Create a key for the tenant; returns the row and the plaintext key (shown once)."""
-    if not await repository.tenant_exists(db, tenant_id):
-        raise NotFound(f"tenant {tenant_id} does not exist")
     issued = generate_key()
     row = await repository.insert_api_key(
         db,
@@ -42,6 +41,8 @@ async def issue_key(
         name=name,
         user_id=user_id,
     )
+    if row is None:
+        raise NotFound(f"tenant {tenant_id} does not exist")
     return row, issued.plaintext
 
 
@@ -62,7 +63,16 @@ async def verify_key(db: AsyncSession, token: str) -> Principal | None:
         return None
     if not secret_matches(parsed.secret, row.secret_sha256):
         return None
-    await repository.touch_api_key(db, row.tenant_id, row.api_key_id)
     return Principal(
         tenant_id=row.tenant_id, api_key_id=row.api_key_id, role=Role(row.role), user_id=row.user_id
     )
+
+
+async def tenant_ids(db: AsyncSession) -> list[uuid.UUID]:
+    """Every tenant (maintenance jobs then open one tenant transaction at a time)."""
+    return await repository.tenant_ids(db)
+
+
+async def schema_revision(db: AsyncSession) -> str | None:
+    """The database's migration revision (readiness)."""
+    return await repository.schema_revision(db)

@@ -10,22 +10,33 @@ import httpx
 import pytest
 from asgi_lifespan import LifespanManager
 
-from app import migrations
 from app.archives.generation import WorkingMemoryGenerator
 from app.config import Settings
 from app.db import Database
 from app.main import create_app
-from tests.support.postgres import PostgresForTests
+from tests.support.postgres import DatabaseUrls, PostgresForTests
 
 AppFactory = Callable[..., AbstractAsyncContextManager[httpx.AsyncClient]]
 
 
 @pytest.fixture
-async def own_database(postgres: PostgresForTests) -> AsyncIterator[Database]:
+def own_urls(postgres: PostgresForTests) -> DatabaseUrls:
     """A freshly migrated database for tests whose workers must see only their own archives."""
-    url = postgres.create_database("wmjobs")
-    migrations.upgrade(url)
-    database = Database.from_url(url, pool_size=10)
+    return postgres.create_app_database("wmjobs")
+
+
+@pytest.fixture
+async def own_database(own_urls: DatabaseUrls) -> AsyncIterator[Database]:
+    """That database, as the service logs in to it."""
+    database = Database.from_url(own_urls.app, pool_size=10)
+    yield database
+    await database.dispose()
+
+
+@pytest.fixture
+async def own_admin_database(own_urls: DatabaseUrls) -> AsyncIterator[Database]:
+    """That database as its owner, for tests that change rows behind the service's back."""
+    database = Database.from_url(own_urls.admin, pool_size=2)
     yield database
     await database.dispose()
 

@@ -13,7 +13,7 @@ from sqlalchemy.engine import make_url
 
 from app import migrations
 from app.archives.generation import WorkingMemoryGenerator
-from app.db import Database
+from app.db import Database, login_url
 from app.llm.openai_provider import OpenAIChatModel
 from app.tenancy import service as tenancy
 from app.tenancy.principal import Role
@@ -59,16 +59,14 @@ async def legacy_database(postgres: PostgresForTests) -> AsyncIterator[tuple[Dat
             (tenant_id, session_id, LEGACY),
         )
     migrations.upgrade(url)
-    database = Database.from_url(url)
+    database = Database.from_url(login_url(url))
     yield database, str(session_id)
     await database.dispose()
 
 
 async def issue_writer(database: Database) -> dict[str, str]:
-    from sqlalchemy import text
-
-    async with database.system() as db:
-        tenant_id = await db.scalar(text("SELECT tenant_id FROM tenants WHERE name = 'legacy'"))
+    async with database.unscoped() as db:
+        [tenant_id] = await tenancy.tenant_ids(db)
         _, key = await tenancy.issue_key(db, tenant_id, role=Role.WRITER)
     return {"Authorization": f"Bearer {key}"}
 

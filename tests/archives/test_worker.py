@@ -305,7 +305,9 @@ async def test_killed_worker_leaves_an_archive_another_finishes(
     assert (row["status"], row["attempt"]) == ("done", 2)
 
 
-async def test_lease_lost_writes_nothing(own_database: Database, app_client: AppFactory) -> None:
+async def test_lease_lost_writes_nothing(
+    own_database: Database, own_admin_database: Database, app_client: AppFactory
+) -> None:
     keys = await make_tenant(own_database)
     async with app_client(own_database) as http:
         agent_session_id = await create_session(http, keys)
@@ -317,7 +319,7 @@ async def test_lease_lost_writes_nothing(own_database: Database, app_client: App
             self, prior: WorkingMemory, messages: Sequence[Mapping[str, object]]
         ) -> Generated:
             generated = await super().generate(prior, messages)
-            async with own_database.system() as db:  # another worker took over meanwhile
+            async with own_admin_database.unscoped() as db:  # another worker took over meanwhile
                 await db.execute(text("UPDATE archives SET attempt = attempt + 1"))
             return generated
 

@@ -285,14 +285,14 @@ async def test_messages_a_server_would_reject_are_reported_not_sent(
 
 
 async def test_small_budgets_cut_the_summary_in_order_and_say_so(
-    client: httpx.AsyncClient, database: Database, tenant: TenantKeys
+    client: httpx.AsyncClient, admin_database: Database, tenant: TenantKeys
 ) -> None:
     sid = await create_session(client, tenant)
     await append(client, tenant, sid, [user("Refactor the handlers"), assistant("ok")])
     await commit(client, tenant, sid, keep_recent_count=0, wait=True)
     files = "\n".join(f"- src/module_{n}/handler_{n}.py" for n in range(30))
     facts = "\n".join(f"- decision {n}: keep handler {n} synchronous" for n in range(40))
-    async with database.system() as db:
+    async with admin_database.unscoped() as db:
         for section, body in (("Files & Context", files), ("Key Facts & Decisions", facts)):
             await db.execute(
                 text(

@@ -56,7 +56,7 @@ async def set_status(
     }[status]
     sections = dict.fromkeys(SECTIONS, "")
     sections[Section.CURRENT_STATE] = f"State after archive {archive_seq}."
-    async with database.system() as db:
+    async with database.unscoped() as db:
         await db.execute(
             text(
                 f"UPDATE archives SET {values}"  # noqa: S608 - fixed fragments above
@@ -111,11 +111,14 @@ async def archived_session(client: httpx.AsyncClient, keys: TenantKeys, archives
 
 @pytest.mark.parametrize("statuses", list(itertools.product(STATUSES, repeat=ARCHIVES)))
 async def test_every_combination_of_archive_statuses(
-    client: httpx.AsyncClient, database: Database, tenant: TenantKeys, statuses: tuple[str, ...]
+    client: httpx.AsyncClient,
+    admin_database: Database,
+    tenant: TenantKeys,
+    statuses: tuple[str, ...],
 ) -> None:
     sid = await archived_session(client, tenant, ARCHIVES)
     for archive_seq, status in enumerate(statuses, start=1):
-        await set_status(database, sid, archive_seq, status)
+        await set_status(admin_database, sid, archive_seq, status)
     context = await get_context(client, tenant, sid)
     assert_well_formed(context)
 
@@ -158,13 +161,13 @@ async def test_every_combination_of_archive_statuses(
 
 
 async def test_a_done_archive_older_than_the_index_still_opens_the_messages(
-    client: httpx.AsyncClient, database: Database, tenant: TenantKeys
+    client: httpx.AsyncClient, admin_database: Database, tenant: TenantKeys
 ) -> None:
     archives = 22
     sid = await archived_session(client, tenant, archives)
-    await set_status(database, sid, 1, "done")
+    await set_status(admin_database, sid, 1, "done")
     for archive_seq in range(2, archives + 1):
-        await set_status(database, sid, archive_seq, "failed")
+        await set_status(admin_database, sid, archive_seq, "failed")
     context = await get_context(client, tenant, sid)
     assert_well_formed(context)
     assert "State after archive 1." in context["messages"][0]["content"]

@@ -18,6 +18,15 @@ from sqlalchemy.engine import make_url
 from app.db import normalize_url
 
 
+@dataclass(frozen=True)
+class DatabaseUrls:
+    """A migrated database: ``admin`` owns it (migrations, operator commands), ``app`` is the
+    service's own login."""
+
+    admin: str
+    app: str
+
+
 @dataclass
 class PostgresForTests:
     """The server; ``url(name)`` points at one of its databases."""
@@ -51,6 +60,20 @@ class PostgresForTests:
             connection.execute(f'CREATE DATABASE "{name}"')
         self.created.append(name)
         return self.url(name)
+
+    @property
+    def data_dir(self) -> Path | None:
+        """The embedded cluster's data directory (None for a configured server)."""
+        return None if self._tmp is None else Path(self._tmp.name) / "pg"
+
+    def create_app_database(self, prefix: str = "wm") -> DatabaseUrls:
+        """A new database migrated to head, with the URLs of its owner and of the app."""
+        from app import migrations
+        from app.db import login_url
+
+        url = self.create_database(prefix)
+        migrations.upgrade(url)
+        return DatabaseUrls(admin=url, app=login_url(url))
 
     def stop(self) -> None:
         if self._server is not None:

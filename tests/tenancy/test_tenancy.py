@@ -165,10 +165,21 @@ async def test_user_bound_key_sees_only_its_user(
     assert listed.json()["items"] == []
 
 
-@pytest.mark.parametrize("table", ["agent_sessions", "messages", "api_keys", "tenants", "archives"])
+TENANT_TABLES = [
+    "agent_sessions",
+    "messages",
+    "api_keys",
+    "tenants",
+    "archives",
+    "wm_section_versions",
+]
+
+
+@pytest.mark.parametrize("table", TENANT_TABLES)
 async def test_rls_holds_when_the_code_forgets_its_filter(
     client: httpx.AsyncClient,
     database: Database,
+    admin_database: Database,
     tenant: TenantKeys,
     other_tenant: TenantKeys,
     table: str,
@@ -180,27 +191,64 @@ async def test_rls_holds_when_the_code_forgets_its_filter(
             json={"role": "user", "content": "hello"},
             headers=keys.write,
         )
-    async with database.system() as db:
-        await db.execute(
-            text(
-                "INSERT INTO archives (tenant_id, agent_session_id, archive_seq, start_seq, end_seq)"
-                " SELECT tenant_id, agent_session_id, 1, 1, 1 FROM agent_sessions"
-                " WHERE tenant_id IN (:a, :b)"
-            ),
-            {"a": tenant.tenant_id, "b": other_tenant.tenant_id},
+        await client.post(
+            f"/v1/sessions/{agent_session_id}/commit",
+            json={"keep_recent_count": 0, "wait": True},
+            headers=keys.write,
         )
+    async with admin_database.unscoped() as db:
         everyone = set(
             (await db.execute(text(f"SELECT DISTINCT tenant_id FROM {table}"))).scalars()  # noqa: S608
         )
     assert {tenant.tenant_id, other_tenant.tenant_id} <= everyone
 
+    # The application's own login: forced row-level security, whatever the query forgets.
     async with database.tenant(tenant.tenant_id) as db:
         seen = set(
             (await db.execute(text(f"SELECT DISTINCT tenant_id FROM {table}"))).scalars()  # noqa: S608
         )
-        role = await db.scalar(text("SELECT current_user"))
+        login = (
+            await db.execute(
+                text(
+                    "SELECT session_user, current_user, rolsuper, rolbypassrls FROM pg_roles"
+                    " WHERE rolname = session_user"
+                )
+            )
+        ).one()
     assert seen == {tenant.tenant_id}
-    assert role == "workmem_app"
+    assert tuple(login) == ("workmem_app", "workmem_app", False, False)
+    async with database.unscoped() as db:
+        unscoped = (await db.execute(text(f"SELECT count(*) FROM {table}"))).scalar()  # noqa: S608
+    assert unscoped == 0, "without a tenant, a tenant table shows no row at all"
+
+
+async def test_rls_is_forced_on_every_tenant_table(admin_database: Database) -> None:
+    async with admin_database.unscoped() as db:
+        rows = (
+            await db.execute(
+                text(
+                    "SELECT c.relname, c.relrowsecurity, c.relforcerowsecurity FROM pg_class c"
+                    " JOIN pg_attribute a ON a.attrelid = c.oid AND a.attname = 'tenant_id'"
+                    " WHERE c.relkind = 'r' AND c.relnamespace = 'public'::regnamespace"
+                )
+            )
+        ).all()
+    assert sorted(row[0] for row in rows) == sorted(TENANT_TABLES)
+    assert all(row[1] and row[2] for row in rows), rows
+
+
+async def test_the_login_cannot_escape_its_tenant(database: Database, tenant: TenantKeys) -> None:
+    from sqlalchemy.exc import DBAPIError
+
+    for escape in (
+        "SET LOCAL ROLE workmem_definer",
+        "SET LOCAL row_security = off; SELECT count(*) FROM agent_sessions",
+        "SET LOCAL ROLE postgres",
+    ):
+        with pytest.raises(DBAPIError):
+            async with database.tenant(tenant.tenant_id) as db:
+                for statement in escape.split("; "):
+                    await db.execute(text(statement))
 
 
 async def test_rls_refuses_writes_into_another_tenant(
