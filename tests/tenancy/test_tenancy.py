@@ -240,15 +240,18 @@ async def test_rls_is_forced_on_every_tenant_table(admin_database: Database) -> 
 async def test_the_login_cannot_escape_its_tenant(database: Database, tenant: TenantKeys) -> None:
     from sqlalchemy.exc import DBAPIError
 
+    async def attempt(statements: list[str]) -> None:
+        async with database.tenant(tenant.tenant_id) as db:
+            for statement in statements:
+                await db.execute(text(statement))
+
     for escape in (
-        "SET LOCAL ROLE workmem_definer",
-        "SET LOCAL row_security = off; SELECT count(*) FROM agent_sessions",
-        "SET LOCAL ROLE postgres",
+        ["SET LOCAL ROLE workmem_definer"],
+        ["SET LOCAL row_security = off", "SELECT count(*) FROM agent_sessions"],
+        ["SET LOCAL ROLE postgres"],
     ):
         with pytest.raises(DBAPIError):
-            async with database.tenant(tenant.tenant_id) as db:
-                for statement in escape.split("; "):
-                    await db.execute(text(statement))
+            await attempt(escape)
 
 
 async def test_rls_refuses_writes_into_another_tenant(
