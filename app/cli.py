@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import signal
 import stat
 import sys
@@ -134,6 +135,9 @@ def write_local_key(url: str, key_file: Path) -> None:
 def serve(
     host: Annotated[str | None, typer.Option(help="bind address [WORKMEM_HOST]")] = None,
     port: Annotated[int | None, typer.Option(help="port [WORKMEM_PORT]")] = None,
+    workers: Annotated[
+        int, typer.Option(min=1, max=64, help="server processes (one runs the archive worker)")
+    ] = 1,
     migrate: Annotated[
         bool, typer.Option(help="run migrations at start (always on for the embedded database)")
     ] = False,
@@ -163,13 +167,20 @@ def serve(
     print(
         f"workmem: serving on http://{resolved.settings.host}:{resolved.settings.port}", flush=True
     )
-    uvicorn.run(
-        create_app(resolved.settings),
-        host=resolved.settings.host,
-        port=resolved.settings.port,
-        log_config=None,
-        timeout_graceful_shutdown=10,
-    )
+    options: dict[str, Any] = {
+        "host": resolved.settings.host,
+        "port": resolved.settings.port,
+        "log_config": None,
+        "timeout_graceful_shutdown": 10,
+    }
+    if workers == 1:
+        uvicorn.run(create_app(resolved.settings), **options)
+        return
+    # Several processes import the app by name and read their settings from the environment;
+    # uvicorn picks uvloop and httptools by itself when they are installed.
+    os.environ["DATABASE_URL"] = resolved.url
+    os.environ.pop("WORKMEM_DATABASE_URL", None)
+    uvicorn.run("app.asgi:app", workers=workers, **options)
 
 
 @cli.command()

@@ -152,12 +152,14 @@ class Database:
     engine: AsyncEngine
     sessions: async_sessionmaker[AsyncSession]
     pool: AsyncConnectionPool
+    conninfo: str
 
     @classmethod
     def from_url(cls, url: str, *, pool_size: int = 10) -> Database:
         engine = create_engine(url, pool_size=pool_size)
+        conninfo = libpq_url(url)
         pool = AsyncConnectionPool(
-            libpq_url(url),
+            conninfo,
             min_size=1,
             max_size=pool_size,
             open=False,
@@ -168,6 +170,7 @@ class Database:
             engine,
             async_sessionmaker(engine, expire_on_commit=False, sync_session_class=UnitOfWork),
             pool,
+            conninfo,
         )
 
     @asynccontextmanager
@@ -208,6 +211,19 @@ class Database:
                 yield connection
         except (PoolTimeout, psycopg.OperationalError) as error:
             raise translate(error) from error
+
+    @asynccontextmanager
+    async def dedicated(self) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
+        """A connection of its own, outside both pools, for session state that must live as
+        long as it does (an advisory lock)."""
+        try:
+            connection = await psycopg.AsyncConnection.connect(
+                self.conninfo, autocommit=True, options="-c TimeZone=UTC"
+            )
+        except psycopg.OperationalError as error:
+            raise translate(error) from error
+        async with connection:
+            yield connection
 
     async def check_login(self) -> None:
         """Refuse a login that row-level security would not restrict."""

@@ -184,7 +184,7 @@ def create_app(
         worker = build_worker(settings, app.state.database, generator or build_generator(settings))
         app.state.worker = worker
         stop = asyncio.Event()
-        task = asyncio.create_task(worker.run(stop)) if settings.worker_enabled else None
+        task = asyncio.create_task(worker.run_alone(stop)) if settings.worker_enabled else None
         try:
             yield
         finally:

@@ -144,7 +144,9 @@ def main() -> None:
             "1_thread": round(raw_1, 1),
             "8_threads": round(raw_8, 1),
         }
-        shapes = [(1, True)] if args.quick else [(1, False), (1, True), (2, False), (2, True)]
+        shapes = (
+            [(1, True), (2, True)] if args.quick else [(1, False), (1, True), (2, False), (2, True)]
+        )
         runs: list[dict[str, Any]] = []
         for workers, group_commit in shapes:
             env = {

@@ -29,7 +29,7 @@ def workmem_command() -> list[str]:
 
 
 class Server:
-    def __init__(self, home: Path) -> None:
+    def __init__(self, home: Path, *extra: str) -> None:
         self.home = home
         self.port = free_port()
         env = {
@@ -38,7 +38,7 @@ class Server:
         env.update({"WORKMEM_HOME": str(home), "WORKMEM_LOG_JSON": "true"})
         self.log = (home.parent / f"serve-{self.port}.log").open("w")
         self.process = subprocess.Popen(
-            [*workmem_command(), "serve", "--port", str(self.port)],
+            [*workmem_command(), "serve", "--port", str(self.port), *extra],
             env=env,
             stdout=subprocess.PIPE,
             stderr=self.log,
@@ -82,6 +82,19 @@ class Server:
         # uvicorn re-raises the signal after a graceful shutdown, so -SIGTERM is a clean exit.
         assert code in (0, -signal.SIGTERM), code
         return (self.home.parent / f"serve-{self.port}.log").read_text()
+
+
+def children(pid: int) -> list[int]:
+    """The processes whose parent is ``pid`` (from /proc)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
 
 
 @pytest.fixture
@@ -128,3 +141,45 @@ def test_serve_creates_a_key_and_serves_agent_sessions(home: Path) -> None:
             assert [item["message_count"] for item in listed] == [2]
     finally:
         again.stop()
+
+
+def test_serve_with_two_workers_runs_one_archive_worker(home: Path) -> None:
+    """Two server processes answer; only the one holding the advisory lock processes archives."""
+    import psycopg
+    from pgserver.postgres_server import get_server
+
+    server = Server(home, "--workers", "2")
+    try:
+        server.wait_ready()
+        key = (home / "local-api-key").read_text().strip()
+        headers = {"Authorization": f"Bearer {key}"}
+        with httpx.Client(base_url=server.base_url, headers=headers, timeout=10) as http:
+            agent_session_id = http.post("/v1/sessions", json={}).json()["id"]
+            for round_ in range(3):
+                http.post(
+                    f"/v1/sessions/{agent_session_id}/messages",
+                    json={"role": "user", "content": f"round {round_}: fix app/main.py"},
+                )
+                accepted = http.post(
+                    f"/v1/sessions/{agent_session_id}/commit", json={"keep_recent_count": 0}
+                )
+                assert accepted.status_code == 202, accepted.text
+            deadline = time.monotonic() + 60
+            statuses: list[str] = []
+            while time.monotonic() < deadline:
+                listed = http.get(f"/v1/sessions/{agent_session_id}/archives").json()["items"]
+                statuses = [archive["status"] for archive in listed]
+                if statuses == ["done"] * 3:
+                    break
+                time.sleep(0.2)
+            assert statuses == ["done"] * 3, "the in-process worker of one process finishes them"
+        cluster = get_server(home / "pgdata", cleanup_mode=None)
+        with psycopg.connect(cluster.get_uri("workmem"), autocommit=True) as connection:
+            holders = connection.execute(
+                "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a USING (pid)"
+                " WHERE l.locktype = 'advisory' AND l.granted AND a.usename = 'workmem_app'"
+            ).fetchone()
+        assert holders == (1,)
+        assert len(children(server.process.pid)) >= 2, "two server processes"
+    finally:
+        server.stop()

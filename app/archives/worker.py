@@ -15,7 +15,9 @@ import random
 import time
 import uuid
 from dataclasses import dataclass
+from typing import Any
 
+import psycopg
 from sqlalchemy import exc as sa_exc
 
 from app.archives import repository
@@ -81,6 +83,30 @@ class ArchiveWorker:
             if claimed is None:
                 self.wakeup.clear()
                 await _wait_any(stop, self.wakeup, self.config.poll_s)
+
+    async def run_alone(self, stop: asyncio.Event, *, retry_s: float = 5.0) -> None:
+        """``run`` in only one process of all that share the database and call this: the one
+        holding an advisory lock (``workmem serve --workers N`` runs N processes, and one
+        in-process worker). The lock goes with its connection, so when that process dies,
+        another takes over within ``retry_s``."""
+        while not stop.is_set():
+            try:
+                async with self.database.dedicated() as connection:
+                    cursor = await connection.execute(_TRY_LOCK, {"key": _IN_PROCESS_WORKER_LOCK})
+                    held = await cursor.fetchone()
+                    if held is not None and held[0]:
+                        logger.info("in-process archive worker started")
+                        lost = asyncio.Event()
+                        watch = asyncio.create_task(_watch(connection, stop, lost, retry_s))
+                        try:
+                            await self.run(lost)
+                        finally:
+                            watch.cancel()
+                        if stop.is_set():
+                            return
+            except (Unavailable, psycopg.Error, OSError) as error:
+                logger.warning("in-process worker lock unavailable", extra={"error": str(error)})
+            await _wait(stop, retry_s)
 
     async def run_once(
         self, *, tenant_id: uuid.UUID | None = None, agent_session_id: uuid.UUID | None = None
@@ -195,6 +221,28 @@ class ArchiveWorker:
                 # Another worker holds the lease, or the archive waits for its backoff.
                 await asyncio.sleep(min(delay, max(0.0, deadline - time.monotonic())))
                 delay = min(delay * 2, 0.5)
+
+
+_IN_PROCESS_WORKER_LOCK = 0x776D776F726B6572
+"""The advisory-lock key of the in-process archive worker (``b"wmworker"`` as a number)."""
+_TRY_LOCK = "SELECT pg_try_advisory_lock(%(key)s)"
+
+
+async def _watch(
+    connection: psycopg.AsyncConnection[Any],
+    stop: asyncio.Event,
+    lost: asyncio.Event,
+    every_s: float,
+) -> None:
+    """Set ``lost`` when ``stop`` is set or the lock's connection stops answering."""
+    try:
+        while not stop.is_set():
+            await _wait(stop, every_s)
+            await connection.execute("SELECT 1")
+    except (psycopg.Error, OSError):
+        logger.warning("the in-process worker lost its lock's connection")
+    finally:
+        lost.set()
 
 
 def _ids(claim: Claim) -> dict[str, object]:
