@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass, field
+from typing import Any
 
 import httpx
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from app.archives.service import ArchiveService
 from app.db import Database
 from app.sessions.pending import advance_pending, leaving_seqs
 from app.sessions.schemas import AgentSessionCreate, MessageCreate
@@ -127,6 +130,98 @@ def test_pending_tokens_equals_recomputation(
                         row.agent_session_id, repair=False
                     )
                 assert drift.stored == drift.recomputed
+        finally:
+            await database.dispose()
+
+    asyncio.run(scenario())
+
+
+@dataclass
+class PendingModel:
+    """The pure rule of ``app.sessions.pending``, run beside the database as its specification."""
+
+    keep: int
+    last_seq: int = 0
+    archived_upto_seq: int = 0
+    pending: int = 0
+    tokens: dict[int, int] = field(default_factory=dict)
+
+    def append(self, new_tokens: list[int]) -> None:
+        leaving = leaving_seqs(
+            last_seq=self.last_seq,
+            archived_upto_seq=self.archived_upto_seq,
+            keep=self.keep,
+            count=len(new_tokens),
+        )
+        self.pending = advance_pending(
+            pending_tokens=self.pending,
+            last_seq=self.last_seq,
+            keep=self.keep,
+            leaving=leaving,
+            new_tokens=new_tokens,
+            stored_tokens=self.tokens,
+        )
+        for offset, count in enumerate(new_tokens, start=1):
+            self.tokens[self.last_seq + offset] = count
+        self.last_seq += len(new_tokens)
+
+    def commit(self, keep: int) -> None:
+        # Only user messages here, so no tool group moves the split (DESIGN 6.1).
+        live = self.last_seq - self.archived_upto_seq
+        if live > keep:
+            self.archived_upto_seq = self.last_seq - keep
+        self.keep, self.pending = keep, 0
+
+
+steps = st.lists(
+    st.one_of(
+        st.tuples(st.just("append"), st.lists(texts, min_size=1, max_size=6)),
+        st.tuples(st.just("commit"), st.sampled_from([0, 1, 2, 5])),
+    ),
+    min_size=1,
+    max_size=12,
+)
+
+
+@settings(
+    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(keep=st.sampled_from([0, 1, 3]), plan=steps)
+def test_the_sql_append_keeps_pending_tokens_by_the_python_rule(
+    database_url: str, keep: int, plan: list[tuple[str, Any]]
+) -> None:
+    """The same random appends and commits through the service (whose append is one SQL
+    function) and through the pure rule give the same counter after every step."""
+
+    async def scenario() -> None:
+        database = Database.from_url(database_url, pool_size=1)
+        try:
+            keys = await make_tenant(database)
+            principal = keys.principal()
+            async with database.tenant(keys.tenant_id) as db:
+                row = await AgentSessionService(db, principal).create(
+                    AgentSessionCreate(keep_recent_count=keep)
+                )
+            model = PendingModel(keep)
+            for action, argument in plan:
+                async with database.tenant(keys.tenant_id) as db:
+                    if action == "append":
+                        messages = [MessageCreate(role="user", content=text) for text in argument]
+                        outcome = await AgentSessionService(db, principal).append(
+                            row.agent_session_id, messages
+                        )
+                        model.append([message.token_count for message in outcome.messages])
+                        assert outcome.pending_tokens == model.pending
+                    else:
+                        await ArchiveService(db, principal).commit(row.agent_session_id, argument)
+                        model.commit(argument)
+                async with database.tenant(keys.tenant_id) as db:
+                    stored = await AgentSessionService(db, principal).get(row.agent_session_id)
+                assert (stored.pending_tokens, stored.archived_upto_seq, stored.last_seq) == (
+                    model.pending,
+                    model.archived_upto_seq,
+                    model.last_seq,
+                )
         finally:
             await database.dispose()
 
