@@ -9,4 +9,4 @@ RUN pip install --no-cache-dir -e .
 RUN useradd --system --uid 10001 workmem
 USER workmem
 EXPOSE 8000
-CMD ["uvicorn", "app.asgi:app", "--host", "0.0.0.0", "--port", "8000", "--workers", "2"]
+CMD ["workmem", "serve", "--host", "0.0.0.0", "--port", "8000", "--workers", "2"]

@@ -8,7 +8,7 @@ once, into ``Unavailable``.
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime
@@ -107,6 +107,9 @@ SELECT rolname, rolsuper, rolbypassrls FROM pg_roles WHERE rolname = current_use
 """
 
 
+ConnectHook = Callable[[psycopg.AsyncConnection[Any]], None]
+
+
 class PrivilegedLogin(RuntimeError):
     """The configured login would not be subject to row-level security."""
 
@@ -153,10 +156,25 @@ class Database:
     sessions: async_sessionmaker[AsyncSession]
     pool: AsyncConnectionPool
     conninfo: str
+    on_connect: ConnectHook | None = None
 
     @classmethod
-    def from_url(cls, url: str, *, pool_size: int = 10) -> Database:
+    def from_url(
+        cls, url: str, *, pool_size: int = 10, on_connect: ConnectHook | None = None
+    ) -> Database:
+        """``on_connect`` runs on every new connection of all three kinds (instrumentation)."""
         engine = create_engine(url, pool_size=pool_size)
+        if on_connect is not None:
+            hook = on_connect
+
+            @event.listens_for(engine.sync_engine, "connect")
+            def _connected(dbapi_connection: Any, _record: Any) -> None:
+                hook(dbapi_connection.driver_connection)
+
+        async def configure(connection: psycopg.AsyncConnection[Any]) -> None:
+            if on_connect is not None:
+                on_connect(connection)
+
         conninfo = libpq_url(url)
         pool = AsyncConnectionPool(
             conninfo,
@@ -165,12 +183,14 @@ class Database:
             open=False,
             timeout=10,
             kwargs={"autocommit": True, "options": "-c TimeZone=UTC"},
+            configure=configure,
         )
         return cls(
             engine,
             async_sessionmaker(engine, expire_on_commit=False, sync_session_class=UnitOfWork),
             pool,
             conninfo,
+            on_connect,
         )
 
     @asynccontextmanager
@@ -222,6 +242,8 @@ class Database:
             )
         except psycopg.OperationalError as error:
             raise translate(error) from error
+        if self.on_connect is not None:
+            self.on_connect(connection)
         async with connection:
             yield connection
 

@@ -20,7 +20,7 @@ from app.db import Database
 from app.main import create_app
 from tests.conftest import TenantKeys, make_tenant
 from tests.support.postgres import PostgresForTests
-from tests.support.statements import StatementLog, count_statements
+from tests.support.statements import StatementLog
 
 
 @dataclass
@@ -40,8 +40,8 @@ class Counted:
 @pytest.fixture(scope="module")
 async def counted(postgres: PostgresForTests, settings: Settings) -> AsyncIterator[Counted]:
     url = postgres.create_app_database("wmcount").app
-    database = Database.from_url(url, pool_size=4)
-    log = count_statements(database)
+    log = StatementLog()
+    database = Database.from_url(url, pool_size=4, on_connect=log.install)
     app = create_app(settings.model_copy(update={"database_url": url}), database=database)
     async with (
         LifespanManager(app) as manager,

@@ -1,0 +1,100 @@
+"""Every path that can see more than one tenant is listed in docs/operations.md, and only those.
+
+The database's ``SECURITY DEFINER`` functions, the calls of them in the code, and the places
+that could widen a login (role switches, ``row_security``, the owner's URL) are compared with
+the document's inventory; a new one fails here until it is listed.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from sqlalchemy import text
+
+from app.db import Database
+
+ROOT = Path(__file__).resolve().parent.parent
+INVENTORY = re.compile(r"^\| `(workmem_[a-z_]+)\([^`]*\)` \| `(app/[a-z_/]+\.py)`", re.MULTILINE)
+FUNCTION_CALL = re.compile(r"\b(workmem_[a-z_]+)\(")
+
+
+def documented() -> dict[str, str]:
+    found = dict(INVENTORY.findall((ROOT / "docs" / "operations.md").read_text()))
+    assert found, "the inventory table of docs/operations.md was not found"
+    return found
+
+
+def application_sources() -> dict[str, str]:
+    return {
+        str(path.relative_to(ROOT)): path.read_text()
+        for path in sorted((ROOT / "app").rglob("*.py"))
+    }
+
+
+async def test_the_definer_functions_are_exactly_the_documented_ones(
+    admin_database: Database,
+) -> None:
+    async with admin_database.unscoped() as db:
+        rows = (
+            await db.execute(
+                text(
+                    "SELECT p.proname, pg_get_userbyid(p.proowner), p.proconfig"
+                    " FROM pg_proc p WHERE p.prosecdef"
+                    " AND p.pronamespace = 'public'::regnamespace"
+                )
+            )
+        ).all()
+    assert {name for name, _, _ in rows} == set(documented())
+    for name, owner, config in rows:
+        assert owner == "workmem_definer", name
+        assert config == ["search_path=pg_catalog, public"], name
+
+
+async def test_the_definer_functions_are_not_executable_by_everyone(
+    admin_database: Database,
+) -> None:
+    async with admin_database.unscoped() as db:
+        public = (
+            await db.execute(
+                text(
+                    "SELECT p.proname FROM pg_proc p WHERE p.prosecdef"
+                    " AND p.pronamespace = 'public'::regnamespace"
+                    " AND has_function_privilege('public', p.oid, 'EXECUTE')"
+                )
+            )
+        ).all()
+    assert public == []
+
+
+def test_every_call_of_a_privileged_function_is_where_the_inventory_says() -> None:
+    inventory = documented()
+    calls: dict[str, set[str]] = {}
+    for module, source in application_sources().items():
+        for name in FUNCTION_CALL.findall(source):
+            calls.setdefault(name, set()).add(module)
+    called = {name: modules for name, modules in calls.items() if name != "workmem_append"}
+    assert set(called) == set(inventory), "a privileged function is called but not listed"
+    for name, modules in called.items():
+        assert modules == {inventory[name]}, (name, modules)
+    assert calls["workmem_append"] == {"app/sessions/repository.py"}
+
+
+def test_nothing_in_the_application_widens_its_login() -> None:
+    widening = re.compile(
+        r"SET\s+(?:LOCAL\s+)?ROLE|set_config\(.role.|row_security|BYPASSRLS|CREATE\s+FUNCTION",
+        re.IGNORECASE,
+    )
+    found = [module for module, source in application_sources().items() if widening.search(source)]
+    # The login check names BYPASSRLS (in order to refuse it); nothing else may.
+    assert found == ["app/db.py"]
+    assert "rolbypassrls" in (ROOT / "app" / "db.py").read_text()
+
+
+def test_the_owners_url_is_used_for_migrations_only() -> None:
+    users = [
+        module
+        for module, source in application_sources().items()
+        if "admin_database_url" in source or "migration_url" in source
+    ]
+    assert users == ["app/cli.py", "app/config.py"]

@@ -1,0 +1,147 @@
+"""Every statement of a mixed workload names one tenant: what a tenant-distributed cluster needs.
+
+A Citus cluster distributed by ``tenant_id`` (docs/scaling.md) routes a statement to one node
+when each table it reads or writes is filtered by (or inserted with) one ``tenant_id`` value.
+This records every statement the API and the archive jobs send during appends (single, batched,
+grouped), commits, archive processing, context, expand, working memory and history, listing and
+deletion, across two tenants, and checks each: a ``tenant_id`` equality or insert whose values are
+all one tenant, the per-transaction tenant setup, the append function (called with its tenant),
+or one of the listed privileged functions and connection-level statements.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import pytest
+from asgi_lifespan import LifespanManager
+
+from app.config import Settings
+from app.db import Database
+from app.main import create_app
+from tests.conftest import TenantKeys, make_tenant
+from tests.support.postgres import PostgresForTests
+from tests.support.statements import Statement, StatementLog
+from tests.test_privileged_paths import documented
+
+TENANT_PARAM = re.compile(r"tenant_id\s*=\s*%\((\w+)\)s")
+INSERT_COLUMNS = re.compile(r"^INSERT INTO (\w+)(?: AS \w+)? \(([^)]*)\)")
+CALL = re.compile(r"\b(workmem_[a-z_]+)\(")
+# Statements that touch no tenant table: the driver's and SQLAlchemy's connection setup, the
+# login check, the advisory lock of the in-process worker and its liveness probe.
+CONNECTION_LEVEL = re.compile(
+    r"^(?:select pg_catalog\.version\(\)|select current_schema\(\)|show \w+|"
+    r"select pg_catalog\.pg_type\.|SELECT rolname, rolsuper, rolbypassrls FROM pg_roles|"
+    r"SELECT pg_try_advisory_lock|SELECT 1$)",
+    re.IGNORECASE,
+)
+
+
+def tenants_named(statement: Statement) -> set[object] | None:
+    """The tenant values a statement filters or inserts by; None when it names none."""
+    params = statement.params if isinstance(statement.params, dict) else {}
+    names = TENANT_PARAM.findall(statement.sql)
+    insert = INSERT_COLUMNS.match(statement.sql)
+    if insert is not None and "tenant_id" in [c.strip() for c in insert.group(2).split(",")]:
+        names.append("tenant_id")
+    if statement.sql.startswith("SELECT set_config('app.tenant_id'"):
+        names.append("tenant_id")
+    if not names:
+        return None
+    return {str(params[name]) for name in names}
+
+
+@pytest.fixture
+async def recorded(postgres: PostgresForTests, settings: Settings) -> AsyncIterator[Any]:
+    url = postgres.create_app_database("wmroute").app
+    log = StatementLog()
+    database = Database.from_url(url, pool_size=4, on_connect=log.install)
+    app = create_app(settings.model_copy(update={"database_url": url}), database=database)
+    async with (
+        LifespanManager(app) as manager,
+        httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=manager.app), base_url="http://workmem.test"
+        ) as http,
+    ):
+        keys = [await make_tenant(database, f"routed-{n}") for n in range(2)]
+        with log.recording():
+            await asyncio.gather(*(workload(http, k) for k in keys))
+        yield log.recorded
+    await database.dispose()
+
+
+async def workload(http: httpx.AsyncClient, keys: TenantKeys) -> None:
+    created = await http.post("/v1/sessions", json={"user_id": "u1"}, headers=keys.write)
+    sid = created.json()["id"]
+    call = {"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}
+    await asyncio.gather(
+        *(
+            http.post(
+                f"/v1/sessions/{sid}/messages",
+                json={"role": "user", "content": f"single {n}: fix app/main.py"},
+                headers=keys.write,
+            )
+            for n in range(6)
+        )
+    )
+    await http.post(
+        f"/v1/sessions/{sid}/messages:batch",
+        json={
+            "messages": [
+                {"role": "assistant", "content": None, "tool_calls": [call]},
+                {"role": "tool", "tool_call_id": "c1", "content": "main.py"},
+                {"role": "assistant", "content": "Fixed. KeyError: email is gone."},
+            ]
+        },
+        headers=keys.write,
+    )
+    for _ in range(2):
+        await http.post(
+            f"/v1/sessions/{sid}/commit",
+            json={"keep_recent_count": 1, "wait": True},
+            headers=keys.write,
+        )
+        await http.post(
+            f"/v1/sessions/{sid}/messages",
+            json={"role": "user", "content": "and the migration?"},
+            headers=keys.write,
+        )
+    for path in (
+        f"/v1/sessions/{sid}",
+        "/v1/sessions",
+        f"/v1/sessions/{sid}/messages",
+        f"/v1/sessions/{sid}/archives",
+        f"/v1/sessions/{sid}/archives/1",
+        f"/v1/sessions/{sid}/working-memory",
+        f"/v1/sessions/{sid}/working-memory/history",
+        f"/v1/sessions/{sid}/context?token_budget=4000",
+    ):
+        response = await http.get(path, headers=keys.read)
+        assert response.status_code == 200, (path, response.text)
+    await http.post(f"/v1/sessions/{sid}/compact", headers=keys.write)
+    deleted = await http.delete(f"/v1/sessions/{sid}", headers=keys.write)
+    assert deleted.status_code == 204
+
+
+async def test_every_statement_is_routed_by_one_tenant(recorded: list[Statement]) -> None:
+    privileged = set(documented())
+    routed = exempt = 0
+    for statement in recorded:
+        called = set(CALL.findall(statement.sql))
+        if called & privileged or CONNECTION_LEVEL.match(statement.sql):
+            exempt += 1
+            continue
+        tenants = tenants_named(statement)
+        if "workmem_append" in called:
+            params = statement.params if isinstance(statement.params, dict) else {}
+            tenants = {str(params["tenant_id"])}
+        assert tenants is not None, f"no tenant_id filter: {statement.sql}"
+        assert len(tenants) == 1, f"more than one tenant: {statement.sql} {tenants}"
+        routed += 1
+    assert routed > 150, routed
+    assert exempt > 0
+    print(f"statements routed by one tenant: {routed}; privileged or connection-level: {exempt}")  # noqa: T201 - the figure the scaling guide quotes
