@@ -11,6 +11,7 @@ from typing import Any
 import httpx
 import pytest
 from asgi_lifespan import LifespanManager
+from starlette.types import ASGIApp
 from typer.testing import CliRunner
 
 from app import migrations
@@ -40,17 +41,21 @@ async def audit_data(audit_database: tuple[str, Database], settings: Settings) -
 
 
 @pytest.fixture(scope="session")
-async def audit_client(
+async def audit_app(
     audit_database: tuple[str, Database], audit_data: AuditData, settings: Settings
-) -> AsyncIterator[httpx.AsyncClient]:
+) -> AsyncIterator[ASGIApp]:
+    """The service on the audit data, its lifespan running."""
     url, database = audit_database
     app = create_app(settings.model_copy(update={"database_url": url}), database=database)
-    async with (
-        LifespanManager(app) as manager,
-        httpx.AsyncClient(
-            transport=httpx.ASGITransport(app=manager.app), base_url="http://workmem.test"
-        ) as http,
-    ):
+    async with LifespanManager(app) as manager:
+        yield manager.app
+
+
+@pytest.fixture(scope="session")
+async def audit_client(audit_app: ASGIApp) -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=audit_app), base_url="http://workmem.test"
+    ) as http:
         yield http
 
 
