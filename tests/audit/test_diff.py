@@ -55,3 +55,20 @@ def test_a_repeated_marker_is_not_ignored_as_junk() -> None:
     new = old.replace("- item 150", "- item 150 changed")
     segments = word_diff(old, new)
     assert [s.text for s in segments if s.kind != "same"] == [" changed"]
+
+
+def test_a_long_changed_passage_is_shown_whole() -> None:
+    """One changed line of over a thousand words each side: no word-by-word search."""
+    old = " ".join(["word"] * 1200)
+    new = " ".join(["word"] * 1199 + ["other"])
+    assert [s.kind for s in word_diff(old, new)] == ["removed", "added"]
+    shorter = " ".join(["word"] * 900)
+    assert [s.text for s in word_diff(shorter, shorter + " other") if s.kind != "same"] == [
+        " other"
+    ]
+
+
+def test_lines_are_matched_before_words() -> None:
+    old = "- a\n- b\n- c\n"
+    new = "- a\n- c\n- d\n"
+    assert marked(word_diff(old, new)) == "- a\n[-- b\n]- c\n[+- d\n]"
