@@ -347,12 +347,12 @@ auditors_cli = typer.Typer(
 cli.add_typer(auditors_cli, name="auditors")
 
 
-def run_operator(work: Callable[[Database], Awaitable[T]]) -> T:
+def run_operator(work: Callable[[Database], Awaitable[T]], url: str) -> T:
     """Run an operator step; an application error is one line on stderr and exit status 1."""
     from app.errors import AppError
 
     try:
-        return run_db(work, runtime().url)
+        return run_db(work, url)
     except AppError as error:
         typer.echo(f"workmem: {error.detail}", err=True)
         raise typer.Exit(code=1) from None
@@ -379,7 +379,7 @@ def auditors_create(
             "connection_url": login.connection_url,
         }
 
-    echo_json(run_operator(work))
+    echo_json(run_operator(work, url))
 
 
 @auditors_cli.command("list")
@@ -393,7 +393,7 @@ def auditors_list(
         async with database.system() as db:
             return await auditors.listed(db, tenant)
 
-    echo_json({"tenant_id": str(tenant), "login_roles": run_operator(work)})
+    echo_json({"tenant_id": str(tenant), "login_roles": run_operator(work, runtime().url)})
 
 
 @auditors_cli.command("drop")
@@ -408,7 +408,7 @@ def auditors_drop(
         async with database.system() as db:
             await auditors.drop(db, tenant_id=tenant, login_role=login_role)
 
-    run_operator(work)
+    run_operator(work, runtime().url)
     echo_json({"dropped": login_role})
 
 

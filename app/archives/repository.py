@@ -164,7 +164,11 @@ class ArchiveRepository:
         self.db = db
         self.scope = scope
 
-    def _of(self, agent_session_id: uuid.UUID, table: Any = Archive) -> list[Any]:
+    def _of(
+        self,
+        agent_session_id: uuid.UUID,
+        table: type[Archive] | type[WmSectionVersion] = Archive,
+    ) -> list[Any]:
         """Rows of ``table`` (archives, or section versions) of one agent session that this
         scope may see: its tenant's, and only its user's agent sessions for a user-bound key."""
         conditions: list[Any] = [

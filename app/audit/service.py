@@ -129,12 +129,14 @@ class AuditService:
         current = await self.archives.working_memory(
             agent_session_id, archive_seq=archive_seq, with_decisions=True, visible=True
         )
-        previous = await self.archives.working_memory(
-            agent_session_id, before_seq=archive_seq, visible=True
-        )
         if current is None:
             return ArchiveDetail(agent_session, archive, compared_with=0)
-        previous = previous or WorkingMemory.empty()
+        previous = (
+            await self.archives.working_memory(
+                agent_session_id, before_seq=archive_seq, visible=True
+            )
+            or WorkingMemory.empty()
+        )
         return ArchiveDetail(
             agent_session=agent_session,
             archive=archive,
