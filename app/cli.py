@@ -390,6 +390,79 @@ def wm_extract(
     echo_json(extract_report(loaded, read_input(prior)))
 
 
+# --- auditors ----------------------------------------------------------------------------------
+
+auditors_cli = typer.Typer(
+    help="Database logins that read one tenant's audit views (operator).", no_args_is_help=True
+)
+cli.add_typer(auditors_cli, name="auditors")
+
+
+def run_operator(work: Callable[[Database], Awaitable[T]], url: str) -> T:
+    """Run an operator step; an application error is one line on stderr and exit status 1."""
+    from app.errors import AppError
+
+    try:
+        return run_db(work, url)
+    except AppError as error:
+        typer.echo(f"workmem: {error.detail}", err=True)
+        raise typer.Exit(code=1) from None
+
+
+@auditors_cli.command("create")
+def auditors_create(
+    tenant: Annotated[uuid.UUID, typer.Option("--tenant", help="tenant id")],
+    name: Annotated[
+        str | None, typer.Option(help="login name (default: wm_auditor_<random>)")
+    ] = None,
+) -> None:
+    """Create a read-only login for TENANT's audit views; print its connection string once."""
+    from app.audit import auditors
+
+    url = runtime().url
+
+    async def work(database: Database) -> dict[str, str]:
+        async with database.system() as db:
+            login = await auditors.create(db, database_url=url, tenant_id=tenant, login_role=name)
+        return {
+            "login_role": login.login_role,
+            "tenant_id": str(login.tenant_id),
+            "connection_url": login.connection_url,
+        }
+
+    echo_json(run_operator(work, url))
+
+
+@auditors_cli.command("list")
+def auditors_list(
+    tenant: Annotated[uuid.UUID, typer.Option("--tenant", help="tenant id")],
+) -> None:
+    """List the auditor logins of TENANT."""
+    from app.audit import auditors
+
+    async def work(database: Database) -> list[str]:
+        async with database.system() as db:
+            return await auditors.listed(db, tenant)
+
+    echo_json({"tenant_id": str(tenant), "login_roles": run_operator(work, runtime().url)})
+
+
+@auditors_cli.command("drop")
+def auditors_drop(
+    login_role: Annotated[str, typer.Argument(help="the login to drop")],
+    tenant: Annotated[uuid.UUID, typer.Option("--tenant", help="tenant id")],
+) -> None:
+    """Drop an auditor login of TENANT (its open connections keep working until they close)."""
+    from app.audit import auditors
+
+    async def work(database: Database) -> None:
+        async with database.system() as db:
+            await auditors.drop(db, tenant_id=tenant, login_role=login_role)
+
+    run_operator(work, runtime().url)
+    echo_json({"dropped": login_role})
+
+
 def main() -> None:
     try:
         cli()

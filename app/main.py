@@ -16,6 +16,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from fastapi_offline import FastAPIOffline
 from prometheus_client import make_asgi_app
 from sqlalchemy import exc as sa_exc
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -23,6 +24,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from app.archives.endpoints import router as archives_router
 from app.archives.generation import WorkingMemoryGenerator
 from app.archives.worker import ArchiveWorker, WorkerConfig
+from app.audit.endpoints import install as install_audit_pages
 from app.config import Settings
 from app.context.endpoints import router as context_router
 from app.db import Database, is_unavailable
@@ -197,11 +199,13 @@ def create_app(
             if owned:
                 await app.state.database.dispose()
 
-    app = FastAPI(
+    # /docs and /redoc load Swagger UI and ReDoc from files the service serves itself: no CDN.
+    app = FastAPIOffline(
         title="workmem",
         version="0.1.0",
         summary="Working memory for long AI agent sessions, on Postgres",
         lifespan=lifespan,
+        static_url="/docs/static",
     )
     app.add_middleware(ObserveRequests)
     install_error_handlers(app)
@@ -209,6 +213,8 @@ def create_app(
     app.include_router(sessions_router)
     app.include_router(archives_router)
     app.include_router(context_router)
+    # The audit pages (/ui) and their stylesheet.
+    install_audit_pages(app)
     app.mount("/metrics", make_asgi_app())
 
     @app.get("/healthz", tags=["operations"])

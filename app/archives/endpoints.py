@@ -163,7 +163,18 @@ async def working_memory_history(
         ),
     ] = 7,
     limit: Annotated[int, Query(ge=1, le=700)] = 70,
+    from_archive: Annotated[
+        int | None, Query(ge=1, le=INT32_MAX, description="only archives from this one on")
+    ] = None,
+    to_archive: Annotated[
+        int | None, Query(ge=1, le=INT32_MAX, description="only archives up to this one")
+    ] = None,
 ) -> SectionHistoryPage:
+    if from_archive is not None and to_archive is not None and from_archive > to_archive:
+        raise InvalidInput(
+            f"from_archive {from_archive} is after to_archive {to_archive}",
+            errors=[{"loc": ["query", "to_archive"], "msg": "must not be below from_archive"}],
+        )
     chosen = None
     if section is not None:
         chosen = section_for(section)
@@ -178,5 +189,7 @@ async def working_memory_history(
             section=chosen,
             after=(after_archive_seq, after_position),
             limit=limit,
+            from_archive=from_archive,
+            to_archive=to_archive,
         )
     return SectionHistoryPage.from_page(page)

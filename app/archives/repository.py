@@ -117,16 +117,22 @@ class ArchiveRepository:
         self.db = db
         self.scope = scope
 
-    def _of(self, agent_session_id: uuid.UUID) -> list[Any]:
+    def _of(
+        self,
+        agent_session_id: uuid.UUID,
+        table: type[Archive] | type[WmSectionVersion] = Archive,
+    ) -> list[Any]:
+        """Rows of ``table`` (archives, or section versions) of one agent session that this
+        scope may see: its tenant's, and only its user's agent sessions for a user-bound key."""
         conditions: list[Any] = [
-            Archive.tenant_id == self.scope.tenant_id,
-            Archive.agent_session_id == agent_session_id,
+            table.tenant_id == self.scope.tenant_id,
+            table.agent_session_id == agent_session_id,
         ]
         if self.scope.user_id is not None:
             conditions.append(
                 exists().where(
-                    AgentSession.tenant_id == Archive.tenant_id,
-                    AgentSession.agent_session_id == Archive.agent_session_id,
+                    AgentSession.tenant_id == table.tenant_id,
+                    AgentSession.agent_session_id == table.agent_session_id,
                     AgentSession.user_id == self.scope.user_id,
                 )
             )
@@ -339,13 +345,19 @@ class ArchiveRepository:
         section: Section | None,
         after: tuple[int, int],
         limit: int,
+        from_archive: int | None = None,
+        to_archive: int | None = None,
     ) -> Sequence[WmSectionVersion]:
-        """Section versions after ``(archive_seq, position)``, in that order."""
+        """Section versions after ``(archive_seq, position)``, in that order, optionally only
+        of archives ``from_archive..to_archive`` (both inclusive)."""
         statement = select(WmSectionVersion).where(
-            WmSectionVersion.tenant_id == self.scope.tenant_id,
-            WmSectionVersion.agent_session_id == agent_session_id,
+            *self._of(agent_session_id, WmSectionVersion),
             func.row(WmSectionVersion.archive_seq, WmSectionVersion.position) > func.row(*after),
         )
+        if from_archive is not None:
+            statement = statement.where(WmSectionVersion.archive_seq >= from_archive)
+        if to_archive is not None:
+            statement = statement.where(WmSectionVersion.archive_seq <= to_archive)
         if section is not None:
             statement = statement.where(WmSectionVersion.section == section.value)
         statement = statement.order_by(

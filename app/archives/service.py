@@ -200,14 +200,19 @@ class ArchiveService:
         agent_session_id: uuid.UUID,
         *,
         archive_seq: int | None = None,
+        before_seq: int | None = None,
         with_decisions: bool = False,
         visible: bool = False,
     ) -> WorkingMemory | None:
-        """The WM of the newest done archive (or of done archive ``archive_seq``); ``None`` when
-        there is none. ``visible``: the caller has already seen the agent session (else a
-        missing WM is checked for a missing agent session, which is 404)."""
+        """The WM of the newest done archive (before ``before_seq``), or of done archive
+        ``archive_seq``; ``None`` when there is none. ``visible``: the caller has already seen
+        the agent session (else a missing WM is checked for a missing agent session, which is
+        404)."""
         found = await self.archives.working_memory(
-            agent_session_id, archive_seq=archive_seq, with_decisions=with_decisions
+            agent_session_id,
+            archive_seq=archive_seq,
+            before_seq=before_seq,
+            with_decisions=with_decisions,
         )
         if found is None and not visible:
             await self._require_agent_session(agent_session_id)
@@ -220,9 +225,17 @@ class ArchiveService:
         section: Section | None,
         after: tuple[int, int],
         limit: int,
+        from_archive: int | None = None,
+        to_archive: int | None = None,
     ) -> HistoryPage:
+        """Section versions after ``after``, within archives ``from_archive..to_archive``."""
         rows = await self.archives.history(
-            agent_session_id, section=section, after=after, limit=limit
+            agent_session_id,
+            section=section,
+            after=after,
+            limit=limit,
+            from_archive=from_archive,
+            to_archive=to_archive,
         )
         if not rows:
             await self._require_agent_session(agent_session_id)

@@ -1,6 +1,7 @@
 """ORM tables, one module per aggregate. Importing this package registers every table."""
 
 from app.models.archives import Archive, ArchiveStatus, WmSectionVersion
+from app.models.audit import AuditorLogin
 from app.models.sessions import AgentSession, Message
 from app.models.tenancy import ApiKey, Tenant
 
@@ -9,6 +10,7 @@ __all__ = [
     "ApiKey",
     "Archive",
     "ArchiveStatus",
+    "AuditorLogin",
     "Message",
     "Tenant",
     "WmSectionVersion",
