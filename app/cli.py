@@ -393,7 +393,9 @@ def wm_extract(
 # --- auditors ----------------------------------------------------------------------------------
 
 auditors_cli = typer.Typer(
-    help="Database logins that read one tenant's audit views (operator).", no_args_is_help=True
+    help="Database logins that read one tenant's audit views (operator; they are roles, so "
+    "these commands use the schema owner's connection, WORKMEM_ADMIN_DATABASE_URL).",
+    no_args_is_help=True,
 )
 cli.add_typer(auditors_cli, name="auditors")
 
@@ -419,18 +421,20 @@ def auditors_create(
     """Create a read-only login for TENANT's audit views; print its connection string once."""
     from app.audit import auditors
 
-    url = runtime().url
+    resolved = runtime()
 
     async def work(database: Database) -> dict[str, str]:
-        async with database.system() as db:
-            login = await auditors.create(db, database_url=url, tenant_id=tenant, login_role=name)
+        async with database.unscoped() as db:
+            login = await auditors.create(
+                db, database_url=resolved.url, tenant_id=tenant, login_role=name
+            )
         return {
             "login_role": login.login_role,
             "tenant_id": str(login.tenant_id),
             "connection_url": login.connection_url,
         }
 
-    echo_json(run_operator(work, url))
+    echo_json(run_operator(work, resolved.migration_url()))
 
 
 @auditors_cli.command("list")
@@ -441,10 +445,11 @@ def auditors_list(
     from app.audit import auditors
 
     async def work(database: Database) -> list[str]:
-        async with database.system() as db:
+        async with database.unscoped() as db:
             return await auditors.listed(db, tenant)
 
-    echo_json({"tenant_id": str(tenant), "login_roles": run_operator(work, runtime().url)})
+    listed = run_operator(work, runtime().migration_url())
+    echo_json({"tenant_id": str(tenant), "login_roles": listed})
 
 
 @auditors_cli.command("drop")
@@ -456,10 +461,10 @@ def auditors_drop(
     from app.audit import auditors
 
     async def work(database: Database) -> None:
-        async with database.system() as db:
+        async with database.unscoped() as db:
             await auditors.drop(db, tenant_id=tenant, login_role=login_role)
 
-    run_operator(work, runtime().url)
+    run_operator(work, runtime().migration_url())
     echo_json({"dropped": login_role})
 
 

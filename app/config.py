@@ -27,8 +27,8 @@ class Settings(BaseSettings):
     )
     admin_database_url: str | None = Field(
         default=None,
-        description="the schema owner's URL, for migrations only (`workmem db …`); never used "
-        "by serve or worker",
+        description="the schema owner's URL, for migrations and auditor logins (`workmem db …`, "
+        "`workmem auditors …`); never used by serve or worker",
     )
     app_db_password: SecretStr | None = Field(
         default=None,

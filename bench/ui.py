@@ -27,7 +27,6 @@ import httpx
 import psycopg
 from sqlalchemy.engine import make_url
 
-from app import migrations
 from app.config import Settings
 from app.db import Database
 from app.main import create_app
@@ -45,7 +44,7 @@ async def build(url: str, archives: tuple[int, ...]) -> tuple[str, dict[int, str
     from asgi_lifespan import LifespanManager
 
     database = Database.from_url(url, pool_size=4)
-    async with database.system() as db:
+    async with database.unscoped() as db:
         tenant = await tenancy.create_tenant(db, "bench-ui")
         _, writer = await tenancy.issue_key(db, tenant.tenant_id, role=Role.WRITER)
         _, reader = await tenancy.issue_key(db, tenant.tenant_id, role=Role.READER)
@@ -190,8 +189,7 @@ def main() -> None:
     counts = (args.short, args.archives)
     postgres = PostgresForTests.start()
     try:
-        url = postgres.create_database("wmbenchui")
-        migrations.upgrade(url)
+        url = postgres.create_app_database("wmbenchui").app
         started = time.perf_counter()
         reader, sessions = asyncio.run(build(url, counts))
         build_s = time.perf_counter() - started

@@ -86,8 +86,10 @@ def test_nothing_in_the_application_widens_its_login() -> None:
         re.IGNORECASE,
     )
     found = [module for module, source in application_sources().items() if widening.search(source)]
-    # The login check names BYPASSRLS (in order to refuse it); nothing else may.
-    assert found == ["app/db.py"]
+    # The login check names BYPASSRLS in order to refuse it, and auditor logins are created
+    # NOBYPASSRLS (by `workmem auditors`, on the owner's connection); nothing else may.
+    assert found == ["app/audit/repository.py", "app/db.py"]
+    assert "NOBYPASSRLS" in (ROOT / "app" / "audit" / "repository.py").read_text()
     assert "rolbypassrls" in (ROOT / "app" / "db.py").read_text()
 
 

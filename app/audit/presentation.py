@@ -9,7 +9,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from app.wm.reasons import NEUTRAL_REASONS, Reason
+from app.wm.reasons import Reason
+
+_NEUTRAL_REASONS = frozenset({Reason.ACCEPTED, Reason.NOTHING_NEW})
+"""Reasons that mean nothing was overruled: shown plain, not as an intervention."""
 
 Tone = Literal["neutral", "restored", "rejected", "demoted", "alert", "invalid", "other"]
 
@@ -76,7 +79,7 @@ def phrase(reason: str) -> str:
 def is_intervention(reason: str) -> bool:
     """Whether a guard overruled or changed what the model asked for."""
     known = _reason(reason)
-    return known is None or known not in NEUTRAL_REASONS
+    return known is None or known not in _NEUTRAL_REASONS
 
 
 def detail_text(value: object) -> str:

@@ -94,6 +94,18 @@ async def revoke_api_key(db: AsyncSession, api_key_id: uuid.UUID) -> ApiKey | No
     return None if row is None else ApiKey(**row._asdict())
 
 
+async def tenant_exists(db: AsyncSession, tenant_id: uuid.UUID) -> bool:
+    """Whether the tenant exists: asked under that tenant, whose own row every login may see."""
+    await db.execute(
+        text("SELECT set_config('app.tenant_id', :tenant_id, true)"),
+        {"tenant_id": str(tenant_id)},
+    )
+    found = await db.scalar(
+        text("SELECT 1 FROM tenants WHERE tenant_id = :tenant_id"), {"tenant_id": tenant_id}
+    )
+    return found is not None
+
+
 async def tenant_ids(db: AsyncSession) -> list[uuid.UUID]:
     """Every tenant, for maintenance jobs that then work tenant by tenant."""
     return list((await db.execute(text("SELECT * FROM workmem_tenant_ids()"))).scalars())

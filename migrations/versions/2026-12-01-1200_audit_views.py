@@ -8,7 +8,7 @@ in ``auditor_logins``; restrictive policies pin every auditor to that tenant, wh
 ``app.tenant_id`` to.
 
 Revision ID: 0005
-Revises: 0002
+Revises: 0003
 Create Date: 2026-12-01 12:00:00+00:00
 """
 
@@ -18,7 +18,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0005"
-down_revision: str | None = "0002"
+down_revision: str | None = "0003"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

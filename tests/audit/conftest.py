@@ -14,23 +14,26 @@ from asgi_lifespan import LifespanManager
 from starlette.types import ASGIApp
 from typer.testing import CliRunner
 
-from app import migrations
 from app.cli import cli
 from app.config import Settings
 from app.db import Database
 from app.main import create_app
 from tests.audit.fixtures import AuditData, build
-from tests.support.postgres import PostgresForTests
+from tests.support.postgres import DatabaseUrls, PostgresForTests
 
 runner = CliRunner()
 
 
 @pytest.fixture(scope="session")
-async def audit_database(postgres: PostgresForTests) -> AsyncIterator[tuple[str, Database]]:
-    url = postgres.create_database("wmaudit")
-    migrations.upgrade(url)
-    database = Database.from_url(url, pool_size=5)
-    yield url, database
+def audit_urls(postgres: PostgresForTests) -> DatabaseUrls:
+    return postgres.create_app_database("wmaudit")
+
+
+@pytest.fixture(scope="session")
+async def audit_database(audit_urls: DatabaseUrls) -> AsyncIterator[tuple[str, Database]]:
+    """The audit data's database as the service logs in to it: its URL and a Database."""
+    database = Database.from_url(audit_urls.app, pool_size=5)
+    yield audit_urls.app, database
     await database.dispose()
 
 
@@ -81,9 +84,15 @@ def workmem(args: list[str], env: dict[str, str]) -> dict[str, object]:
 
 
 @pytest.fixture(scope="session")
-def cli_env(audit_data: AuditData, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+def cli_env(
+    audit_data: AuditData, audit_urls: DatabaseUrls, tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, str]:
     home: Path = tmp_path_factory.mktemp("audit-home")
-    return {"DATABASE_URL": audit_data.url, "WORKMEM_HOME": str(home)}
+    return {
+        "DATABASE_URL": audit_data.url,
+        "WORKMEM_ADMIN_DATABASE_URL": audit_urls.admin,
+        "WORKMEM_HOME": str(home),
+    }
 
 
 @pytest.fixture(scope="session")

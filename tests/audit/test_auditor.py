@@ -18,6 +18,7 @@ from typer.testing import CliRunner
 from app.cli import cli
 from tests.audit.conftest import workmem
 from tests.audit.fixtures import AuditData
+from tests.support.postgres import DatabaseUrls
 
 AUDIT_RELATIONS = (
     "wm_section_versions",
@@ -81,9 +82,11 @@ def test_an_auditor_reads_nothing_else_and_writes_nothing(auditor_url: str, stat
         connection.execute(statement.encode())
 
 
-def test_a_login_without_a_tenant_sees_nothing(audit_data: AuditData) -> None:
+def test_a_login_without_a_tenant_sees_nothing(
+    audit_urls: DatabaseUrls, audit_data: AuditData
+) -> None:
     """Membership in workmem_auditor alone (no mapping in auditor_logins) opens no tenant."""
-    owner = make_url(audit_data.url).set(drivername="postgresql")
+    owner = make_url(audit_urls.admin).set(drivername="postgresql")
     login = f"unmapped_{uuid.uuid4().hex[:8]}"
     with psycopg.connect(owner.render_as_string(False), autocommit=True) as admin:
         admin.execute(f"CREATE ROLE {login} LOGIN IN ROLE workmem_auditor".encode())

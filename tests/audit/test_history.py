@@ -77,7 +77,7 @@ async def test_another_tenant_or_another_user_sees_no_history(
     other = await history(audit_client, audit_data, key=audit_data.other.reader, from_archive=1)
     assert other.status_code == 404
     _, database = audit_database
-    async with database.system() as db:
+    async with database.unscoped() as db:
         _, bound = await tenancy.issue_key(
             db, audit_data.tenant.tenant_id, role=Role.READER, user_id="someone-else"
         )

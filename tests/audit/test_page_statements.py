@@ -14,15 +14,15 @@ from app.db import Database
 from app.main import create_app
 from tests.audit.fixtures import AuditData
 from tests.audit.pages import sign_in
-from tests.support.statements import StatementLog, count_statements
+from tests.support.statements import StatementLog
 
 
 @pytest.fixture
 async def counted(
     audit_data: AuditData, settings: Settings
 ) -> AsyncIterator[tuple[httpx.AsyncClient, StatementLog]]:
-    database = Database.from_url(audit_data.url, pool_size=2)
-    log = count_statements(database)
+    log = StatementLog()
+    database = Database.from_url(audit_data.url, pool_size=2, on_connect=log.install)
     app = create_app(
         settings.model_copy(update={"database_url": audit_data.url}), database=database
     )
