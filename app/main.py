@@ -27,7 +27,7 @@ from app.archives.worker import ArchiveWorker, WorkerConfig
 from app.config import Settings
 from app.context.endpoints import router as context_router
 from app.db import Database, is_unavailable
-from app.errors import AppError, Unavailable
+from app.errors import AppError, Unavailable, field_errors
 from app.llm.ports import ChatModel
 from app.migrations import head_revision
 from app.observability import ObserveRequests
@@ -55,17 +55,6 @@ def problem(
     return JSONResponse(body, status_code=status, media_type=PROBLEM_JSON)
 
 
-def _field_errors(error: RequestValidationError) -> list[dict[str, Any]]:
-    return [
-        {
-            "loc": list(item.get("loc", ())),
-            "msg": str(item.get("msg", "")),
-            "type": item.get("type"),
-        }
-        for item in error.errors()
-    ]
-
-
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(AppError)
     async def app_error(_: Request, error: AppError) -> JSONResponse:
@@ -78,7 +67,7 @@ def install_error_handlers(app: FastAPI) -> None:
             "validation_error",
             "The request is not valid",
             "see 'errors' for the fields that failed",
-            _field_errors(error),
+            field_errors(error.errors()),
         )
 
     @app.exception_handler(StarletteHTTPException)
