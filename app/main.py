@@ -24,6 +24,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from app.archives.endpoints import router as archives_router
 from app.archives.generation import WorkingMemoryGenerator
 from app.archives.worker import ArchiveWorker, WorkerConfig
+from app.compat.openviking.app import install as install_openviking_api
 from app.config import Settings
 from app.context.endpoints import router as context_router
 from app.db import Database, is_unavailable
@@ -184,6 +185,9 @@ def create_app(
     app.include_router(archives_router)
     app.include_router(context_router)
     app.mount("/metrics", make_asgi_app())
+
+    # The OpenViking-compatible API under /api/v1, with its own envelope errors (and /health).
+    install_openviking_api(app, is_unavailable=is_unavailable)
 
     @app.get("/healthz", tags=["operations"])
     async def healthz() -> dict[str, str]:
