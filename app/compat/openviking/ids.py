@@ -14,7 +14,6 @@ from urllib.parse import quote
 
 SESSION_ID_PATTERN: Final = r"^[A-Za-z0-9_.@-]{1,255}$"
 """OpenViking accepted any text (``a/b`` too); we accept what is safe in a path and a URI."""
-SESSION_ID_MAX_LENGTH: Final = 255
 ARCHIVE_SEQ_MAX: Final = 2**31 - 1
 
 _ARCHIVE_ID = re.compile(r"^archive_([0-9]{1,10})$")
