@@ -3,17 +3,14 @@ unknown routes, validation, authentication, roles, the database down, other tena
 
 from __future__ import annotations
 
-import socket
-
 import httpx
 import pytest
-from asgi_lifespan import LifespanManager
 
-from app.config import Settings
 from app.db import Database
-from app.main import create_app
+from tests.archives.conftest import AppFactory
 from tests.compat.helpers import API, append, commit, failed, ok, user
 from tests.conftest import ADMIN_TOKEN, TenantKeys
+from tests.test_unavailable import closed_port
 
 PROBLEM = "application/problem+json"
 
@@ -91,24 +88,11 @@ async def test_roles_and_the_operator_token(client: httpx.AsyncClient, tenant: T
     assert ok(await client.get(f"{API}/sessions/guarded", headers=tenant.read))["commit_count"] == 0
 
 
-def closed_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-    return port
-
-
-async def test_the_database_down_is_unavailable_side_by_side() -> None:
+async def test_the_database_down_is_unavailable_side_by_side(app_client: AppFactory) -> None:
     url = f"postgresql+psycopg://nobody:secret@127.0.0.1:{closed_port()}/workmem"
     database = Database.from_url(url, pool_size=1)
-    app = create_app(Settings(database_url=url, worker_enabled=False), database=database)
     headers = {"X-API-Key": "wm_abcdefgh_" + "a" * 40}
-    async with (
-        LifespanManager(app) as manager,
-        httpx.AsyncClient(
-            transport=httpx.ASGITransport(app=manager.app), base_url="http://t"
-        ) as http,
-    ):
+    async with app_client(database) as http:
         response = await http.get(f"{API}/sessions/s/context", headers=headers)
         failed(response, "UNAVAILABLE", 503)
         assert "secret" not in response.text

@@ -9,13 +9,11 @@ from typing import Any
 
 import httpx
 import pytest
-from asgi_lifespan import LifespanManager
 
-from app.config import Settings
 from app.db import Database
-from app.main import create_app
 from app.tenancy import service as tenancy
 from app.tenancy.principal import Role
+from tests.archives.conftest import AppFactory
 from tests.compat.helpers import API, append, failed, ok, user, validation_locs
 from tests.conftest import TenantKeys
 
@@ -172,19 +170,13 @@ async def test_concurrent_first_messages_create_one_session(
 
 
 async def test_a_name_taken_by_another_users_session_is_a_conflict(
-    database: Database, settings: Settings
+    database: Database, app_client: AppFactory
 ) -> None:
     async with database.system() as db:
         created = await tenancy.create_tenant(db, "two-users")
         _, alice = await tenancy.issue_key(db, created.tenant_id, role=Role.WRITER, user_id="alice")
         _, bob = await tenancy.issue_key(db, created.tenant_id, role=Role.WRITER, user_id="bob")
-    app = create_app(settings, database=database)
-    async with (
-        LifespanManager(app) as manager,
-        httpx.AsyncClient(
-            transport=httpx.ASGITransport(app=manager.app), base_url="http://t"
-        ) as http,
-    ):
+    async with app_client(database) as http:
         as_alice = {"X-API-Key": alice}
         as_bob = {"X-API-Key": bob}
         ok(
