@@ -6,8 +6,8 @@ renders these as problem+json.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import ClassVar
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, ClassVar
 
 
 class AppError(Exception):
@@ -56,3 +56,15 @@ class InvalidInput(AppError):
 
 class Unavailable(AppError):
     status, type, title = 503, "unavailable", "A backing service is unavailable"
+
+
+def field_errors(items: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Validation errors (pydantic's) as every API reports them: where, what, and which kind."""
+    return [
+        {
+            "loc": list(item.get("loc", ())),
+            "msg": str(item.get("msg", "")),
+            "type": item.get("type"),
+        }
+        for item in items
+    ]

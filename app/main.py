@@ -25,10 +25,11 @@ from app.archives.endpoints import router as archives_router
 from app.archives.generation import WorkingMemoryGenerator
 from app.archives.worker import ArchiveWorker, WorkerConfig
 from app.audit.endpoints import install as install_audit_pages
+from app.compat.openviking.app import install as install_openviking_api
 from app.config import Settings
 from app.context.endpoints import router as context_router
 from app.db import Database, is_unavailable
-from app.errors import AppError, Unavailable
+from app.errors import AppError, Unavailable, field_errors
 from app.llm.ports import ChatModel
 from app.migrations import head_revision
 from app.observability import ObserveRequests
@@ -58,17 +59,6 @@ def problem(
     return JSONResponse(body, status_code=status, media_type=PROBLEM_JSON)
 
 
-def _field_errors(error: RequestValidationError) -> list[dict[str, Any]]:
-    return [
-        {
-            "loc": list(item.get("loc", ())),
-            "msg": str(item.get("msg", "")),
-            "type": item.get("type"),
-        }
-        for item in error.errors()
-    ]
-
-
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(AppError)
     async def app_error(_: Request, error: AppError) -> JSONResponse:
@@ -81,7 +71,7 @@ def install_error_handlers(app: FastAPI) -> None:
             "validation_error",
             "The request is not valid",
             "see 'errors' for the fields that failed",
-            _field_errors(error),
+            field_errors(error.errors()),
         )
 
     @app.exception_handler(StarletteHTTPException)
@@ -216,6 +206,9 @@ def create_app(
     # The audit pages (/ui) and their stylesheet.
     install_audit_pages(app)
     app.mount("/metrics", make_asgi_app())
+
+    # The OpenViking-compatible API under /api/v1, with its own envelope errors (and /health).
+    install_openviking_api(app, is_unavailable=is_unavailable)
 
     @app.get("/healthz", tags=["operations"])
     async def healthz() -> dict[str, str]:

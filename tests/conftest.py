@@ -7,14 +7,17 @@ apart exactly as it keeps customers apart.
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
+from typing import Any
 
 import httpx
 import pytest
 from asgi_lifespan import LifespanManager
 from pydantic import SecretStr
 
+from app.archives.generation import WorkingMemoryGenerator
 from app.config import Settings
 from app.db import Database
 from app.main import create_app
@@ -119,3 +122,55 @@ async def tenant(database: Database) -> TenantKeys:
 @pytest.fixture
 async def other_tenant(database: Database) -> TenantKeys:
     return await make_tenant(database, "tenant-b")
+
+
+# Apps of their own, on databases of their own: for tests whose workers claim across tenants.
+
+AppFactory = Callable[..., AbstractAsyncContextManager[httpx.AsyncClient]]
+
+
+@pytest.fixture
+def own_urls(postgres: PostgresForTests) -> DatabaseUrls:
+    """A freshly migrated database for tests whose workers must see only their own archives."""
+    return postgres.create_app_database("wmjobs")
+
+
+@pytest.fixture
+async def own_database(own_urls: DatabaseUrls) -> AsyncIterator[Database]:
+    """That database, as the service logs in to it."""
+    database = Database.from_url(own_urls.app, pool_size=10)
+    yield database
+    await database.dispose()
+
+
+@pytest.fixture
+async def own_admin_database(own_urls: DatabaseUrls) -> AsyncIterator[Database]:
+    """That database as its owner, for tests that change rows behind the service's back."""
+    database = Database.from_url(own_urls.admin, pool_size=2)
+    yield database
+    await database.dispose()
+
+
+@pytest.fixture
+def app_client(settings: Settings) -> AppFactory:
+    """``async with app_client(database, generator=…, **settings) as http``: an app of its own."""
+
+    @asynccontextmanager
+    async def factory(
+        database: Database,
+        *,
+        generator: WorkingMemoryGenerator | None = None,
+        **overrides: Any,
+    ) -> AsyncIterator[httpx.AsyncClient]:
+        app = create_app(
+            settings.model_copy(update=overrides), database=database, generator=generator
+        )
+        async with (
+            LifespanManager(app) as manager,
+            httpx.AsyncClient(
+                transport=httpx.ASGITransport(app=manager.app), base_url="http://workmem.test"
+            ) as http,
+        ):
+            yield http
+
+    return factory

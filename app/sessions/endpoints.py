@@ -35,11 +35,7 @@ router = APIRouter(prefix="/v1/sessions", tags=["sessions"])
 
 
 def limits(settings: Settings) -> Limits:
-    return Limits(
-        max_message_bytes=settings.max_message_bytes,
-        max_batch_messages=settings.max_batch_messages,
-        default_keep_recent_count=settings.default_keep_recent_count,
-    )
+    return Limits.from_settings(settings)
 
 
 @router.post("", status_code=status.HTTP_201_CREATED)

@@ -151,6 +151,12 @@ class AgentSessionRepository:
             ),
         )
 
+    async def get_by_external_id(self, external_id: str) -> AgentSession | None:
+        statement = select(AgentSession).where(
+            AgentSession.external_id == external_id, *self._visible()
+        )
+        return (await self.db.execute(statement)).scalar_one_or_none()
+
     async def get_with_newest_archive(
         self, agent_session_id: uuid.UUID
     ) -> tuple[AgentSession, NewestArchive | None] | None:
@@ -168,8 +174,11 @@ class AgentSessionRepository:
         external_id: str | None,
         after: tuple[datetime, uuid.UUID] | None,
         limit: int,
+        with_external_id: bool = False,
     ) -> list[tuple[AgentSession, NewestArchive | None]]:
         statement = self._with_newest_archive().where(*self._visible())
+        if with_external_id:
+            statement = statement.where(AgentSession.external_id.is_not(None))
         if user_id is not None:
             statement = statement.where(AgentSession.user_id == user_id)
         if agent_id is not None:

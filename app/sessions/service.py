@@ -18,6 +18,7 @@ from typing import Any
 import psycopg
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.config import Settings
 from app.db import driver
 from app.errors import Conflict, Forbidden, InvalidInput, NotFound, PayloadTooLarge
 from app.models import AgentSession
@@ -39,6 +40,14 @@ class Limits:
     max_message_bytes: int = 1024 * 1024
     max_batch_messages: int = 500
     default_keep_recent_count: int = 10
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> Limits:
+        return cls(
+            max_message_bytes=settings.max_message_bytes,
+            max_batch_messages=settings.max_batch_messages,
+            default_keep_recent_count=settings.default_keep_recent_count,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,6 +236,32 @@ class AgentSessionService:
             raise NotFound(f"agent session {agent_session_id} not found")
         return row
 
+    async def get_by_external_id(self, external_id: str) -> AgentSession:
+        """The agent session a client named ``external_id``; 404 when none is visible."""
+        row = await self.agent_sessions.get_by_external_id(external_id)
+        if row is None:
+            raise NotFound(f"no agent session has external_id {external_id!r}")
+        return row
+
+    async def get_or_create(self, external_id: str, *, keep_recent_count: int) -> AgentSession:
+        """The agent session a client named ``external_id``, created when there is none.
+
+        Two first appends racing for one new name both end with the same row: the loser's insert
+        finds the name taken and reads the winner's. A name taken by an agent session this
+        credential cannot see (another user's, for a user-bound key) is a conflict, as in create.
+        """
+        found = await self.agent_sessions.get_by_external_id(external_id)
+        if found is not None:
+            return found
+        body = AgentSessionCreate(external_id=external_id, keep_recent_count=keep_recent_count)
+        try:
+            return await self.create(body)
+        except Conflict:
+            found = await self.agent_sessions.get_by_external_id(external_id)
+            if found is None:
+                raise
+            return found
+
     async def get_with_newest_archive(
         self, agent_session_id: uuid.UUID
     ) -> tuple[AgentSession, NewestArchive | None]:
@@ -244,13 +279,17 @@ class AgentSessionService:
         external_id: str | None = None,
         cursor: str | None = None,
         limit: int = 50,
+        with_external_id: bool = False,
     ) -> tuple[list[tuple[AgentSession, NewestArchive | None]], str | None]:
+        """A page of agent sessions, oldest first; ``with_external_id``: only those a client
+        named."""
         rows = await self.agent_sessions.page(
             user_id=user_id,
             agent_id=agent_id,
             external_id=external_id,
             after=decode_cursor(cursor) if cursor else None,
             limit=limit + 1,
+            with_external_id=with_external_id,
         )
         if len(rows) <= limit:
             return rows, None

@@ -15,8 +15,7 @@ from sqlalchemy import text
 
 from app.db import Database
 from app.wm.items import Marker, is_kept, markers_of, normalise, split_items
-from tests.archives.conftest import AppFactory
-from tests.conftest import make_tenant
+from tests.conftest import AppFactory, make_tenant
 from tests.wm.datasets import DATASETS, Conversation, locomo, swe_agent, tau_airline
 from tests.wm.helpers import path_set
 

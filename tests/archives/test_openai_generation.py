@@ -15,9 +15,8 @@ from sqlalchemy import text
 from app.archives.generation import WorkingMemoryGenerator
 from app.db import Database
 from app.llm.openai_provider import OpenAIChatModel
-from tests.archives.conftest import AppFactory
 from tests.archives.test_commit import append, assistant, commit, user
-from tests.conftest import TenantKeys, make_tenant
+from tests.conftest import AppFactory, TenantKeys, make_tenant
 from tests.sessions.test_api import create_session
 from tests.support.fake_openai import (
     DelayedReply,

@@ -23,9 +23,8 @@ from app.db import Database
 from app.llm.fakes import ScriptedChatModel, tool_call
 from app.llm.ports import PermanentModelError, TransientModelError
 from app.wm.merge import merge
-from tests.archives.conftest import AppFactory
 from tests.archives.test_commit import append, assistant, commit, user
-from tests.conftest import make_tenant
+from tests.conftest import AppFactory, make_tenant
 from tests.sessions.test_api import create_session
 from tests.support.fake_openai import DelayedReply, FakeOpenAI
 

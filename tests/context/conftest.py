@@ -1,9 +1,8 @@
-"""Fixtures for context tests: the archive tests' own database and app factory, the fake model.
+"""Fixtures for context tests: the fake model (the rest are the shared ones of tests/conftest.py).
 
 Only re-exports; the fixtures live with the tests that introduced them.
 """
 
-from tests.archives.conftest import app_client, own_admin_database, own_database, own_urls
 from tests.support.fake_openai import fake_openai
 
-__all__ = ["app_client", "fake_openai", "own_admin_database", "own_database", "own_urls"]
+__all__ = ["fake_openai"]

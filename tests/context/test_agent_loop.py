@@ -11,8 +11,7 @@ import openai
 
 from app.db import Database
 from examples.agent_loop import AgentLoop, LoopConfig, Workmem
-from tests.archives.conftest import AppFactory
-from tests.conftest import TenantKeys, make_tenant
+from tests.conftest import AppFactory, TenantKeys, make_tenant
 from tests.context.helpers import SUMMARY_PREFIX, stored_messages
 from tests.support.fake_openai import FakeOpenAI, TextReply, ToolCallReply
 

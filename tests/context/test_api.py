@@ -16,10 +16,9 @@ from app.context.assembly import CUT_NOTE
 from app.context.summary import REDUCTION_ORDER
 from app.db import Database
 from app.wm.tokens import count_tokens
-from tests.archives.conftest import AppFactory
 from tests.archives.test_commit import append, assistant, calls, commit, result, user
 from tests.archives.test_worker import RecordingGenerator
-from tests.conftest import TenantKeys, make_tenant
+from tests.conftest import AppFactory, TenantKeys, make_tenant
 from tests.context.helpers import (
     SUMMARY_PREFIX,
     assert_well_formed,

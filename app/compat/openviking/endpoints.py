@@ -1,0 +1,337 @@
+"""HTTP routes of the OpenViking-compatible API: sessions, messages, commit, context, archives,
+tasks.
+
+Owns what a request means in OpenViking's terms (a session id is an ``external_id``, messages
+auto-create their session, a commit's task is its archive) and the request's transactions; the
+work is done by the same services as ``/v1``. Never imports a repository or the database.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Annotated
+
+from fastapi import APIRouter, Path, Query, Response
+
+from app.archives import flows
+from app.archives.schemas import ArchiveRead
+from app.archives.service import ArchiveService
+from app.compat.openviking import ids
+from app.compat.openviking.envelope import ERROR_RESPONSES, Envelope, ResourceNotFound
+from app.compat.openviking.parts import MessageIn, to_openai
+from app.compat.openviking.schemas import (
+    ArchiveOut,
+    CommitIn,
+    CommitOut,
+    ContextOut,
+    MessageAdded,
+    MessageBatchIn,
+    MessagesAdded,
+    SessionCreate,
+    SessionCreated,
+    SessionDeleted,
+    SessionInfo,
+    SessionListed,
+    TaskOut,
+    archive_out,
+    context_out,
+    session_info,
+    session_listed,
+    task_out,
+    user_ref,
+)
+from app.context.budget import DEFAULT_TOKEN_BUDGET, MAX_TOKEN_BUDGET, plan_budget
+from app.context.service import ContextService
+from app.deps import DatabaseDep, SettingsDep, WorkerDep
+from app.errors import Forbidden, NotFound
+from app.sessions.schemas import AgentSessionCreate, AgentSessionRead, MessageCreate
+from app.sessions.service import AgentSessionService, AppendOutcome, Limits
+from app.tenancy.auth import Reader, Writer
+from app.tenancy.principal import Principal
+
+router = APIRouter(prefix="/sessions", tags=["sessions"], responses=ERROR_RESPONSES)
+tasks_router = APIRouter(prefix="/tasks", tags=["tasks"], responses=ERROR_RESPONSES)
+
+NEW_SESSION_KEEP_RECENT = 0
+"""OpenViking's sessions start with no keep window, so ``pending_tokens`` counts every message
+until the first commit names one."""
+LIST_LIMIT_MAX = 1000
+NEXT_CURSOR_HEADER = "X-Next-Cursor"
+
+SessionPath = Annotated[
+    str,
+    Path(
+        pattern=ids.SESSION_ID_PATTERN,
+        description="the session's id: up to 255 characters of A-Z a-z 0-9 _ . @ -",
+    ),
+]
+
+
+async def _agent_session_id(service: AgentSessionService, session_id: str) -> uuid.UUID:
+    try:
+        return (await service.get_by_external_id(session_id)).agent_session_id
+    except NotFound as error:
+        raise ResourceNotFound("session", session_id) from error
+
+
+@router.post("")
+async def create_session(
+    principal: Writer,
+    database: DatabaseDep,
+    settings: SettingsDep,
+    body: SessionCreate | None = None,
+) -> Envelope[SessionCreated]:
+    session_id = (body.session_id if body is not None else None) or ids.new_session_id()
+    create = AgentSessionCreate(external_id=session_id, keep_recent_count=NEW_SESSION_KEEP_RECENT)
+    async with database.tenant(principal.tenant_id) as db:
+        row = await AgentSessionService(db, principal, Limits.from_settings(settings)).create(
+            create
+        )
+    created = SessionCreated(
+        session_id=session_id,
+        uri=ids.session_uri(session_id),
+        user=user_ref(principal, row.user_id),
+    )
+    return Envelope(result=created)
+
+
+@router.get("")
+async def list_sessions(
+    principal: Reader,
+    database: DatabaseDep,
+    response: Response,
+    cursor: str | None = Query(default=None, description=f"the {NEXT_CURSOR_HEADER} of a page"),
+    limit: Annotated[int, Query(ge=1, le=LIST_LIMIT_MAX)] = LIST_LIMIT_MAX,
+) -> Envelope[list[SessionListed]]:
+    """Sessions with a client-given id, oldest first. OpenViking's answer is a bare list, so the
+    cursor of the next page (when there is one) is the ``X-Next-Cursor`` header."""
+    async with database.tenant(principal.tenant_id) as db:
+        rows, next_cursor = await AgentSessionService(db, principal).page(
+            cursor=cursor, limit=limit, with_external_id=True
+        )
+    if next_cursor is not None:
+        response.headers[NEXT_CURSOR_HEADER] = next_cursor
+    items = []
+    for row, newest in rows:
+        read = AgentSessionRead.from_row(row, newest)
+        items.append(session_listed(read, read.external_id or ""))
+    return Envelope(result=items)
+
+
+@router.get("/{session_id}")
+async def get_session(
+    session_id: SessionPath,
+    principal: Reader,
+    database: DatabaseDep,
+    auto_create: Annotated[
+        bool, Query(description="create the session when it does not exist (needs a writer key)")
+    ] = False,
+) -> Envelope[SessionInfo]:
+    async with database.tenant(principal.tenant_id) as db:
+        service = AgentSessionService(db, principal)
+        if auto_create and principal.can_write:
+            row = await service.get_or_create(session_id, keep_recent_count=NEW_SESSION_KEEP_RECENT)
+        else:
+            try:
+                row = await service.get_by_external_id(session_id)
+            except NotFound as error:
+                if auto_create:
+                    raise Forbidden(
+                        "this API key is read-only: it cannot create a session"
+                    ) from error
+                raise ResourceNotFound("session", session_id) from error
+    return Envelope(result=session_info(AgentSessionRead.from_row(row), session_id, principal))
+
+
+@router.delete("/{session_id}")
+async def delete_session(
+    session_id: SessionPath, principal: Writer, database: DatabaseDep
+) -> Envelope[SessionDeleted]:
+    async with database.tenant(principal.tenant_id) as db:
+        service = AgentSessionService(db, principal)
+        await service.delete(await _agent_session_id(service, session_id))
+    return Envelope(result=SessionDeleted(session_id=session_id))
+
+
+async def _append(
+    session_id: str,
+    messages: list[MessageIn],
+    principal: Principal,
+    database: DatabaseDep,
+    settings: SettingsDep,
+) -> AppendOutcome:
+    """Append in one transaction, creating the session first when it does not exist: a batch
+    that fails validation stores nothing, not even the session."""
+    creates = [
+        MessageCreate.model_validate(stored)
+        for message in messages
+        for stored in to_openai(message)
+    ]
+    async with database.tenant(principal.tenant_id) as db:
+        service = AgentSessionService(db, principal, Limits.from_settings(settings))
+        row = await service.get_or_create(session_id, keep_recent_count=NEW_SESSION_KEEP_RECENT)
+        return await service.append(row.agent_session_id, creates)
+
+
+@router.post("/{session_id}/messages")
+async def add_message(
+    session_id: SessionPath,
+    body: MessageIn,
+    principal: Writer,
+    database: DatabaseDep,
+    settings: SettingsDep,
+) -> Envelope[MessageAdded]:
+    outcome = await _append(session_id, [body], principal, database, settings)
+    return Envelope(
+        result=MessageAdded(
+            session_id=session_id,
+            message_count=outcome.live_message_count,
+            pending_tokens=outcome.pending_tokens,
+        )
+    )
+
+
+@router.post("/{session_id}/messages/batch")
+async def add_messages(
+    session_id: SessionPath,
+    body: MessageBatchIn,
+    principal: Writer,
+    database: DatabaseDep,
+    settings: SettingsDep,
+) -> Envelope[MessagesAdded]:
+    outcome = await _append(session_id, body.messages, principal, database, settings)
+    return Envelope(
+        result=MessagesAdded(
+            session_id=session_id,
+            message_count=outcome.live_message_count,
+            pending_tokens=outcome.pending_tokens,
+            added=len(body.messages),
+        )
+    )
+
+
+@router.post("/{session_id}/commit")
+async def commit_session(
+    session_id: SessionPath,
+    principal: Writer,
+    database: DatabaseDep,
+    settings: SettingsDep,
+    worker: WorkerDep,
+    body: CommitIn | None = None,
+) -> Envelope[CommitOut]:
+    """Phase 1 now; the working memory is made in the background, and the answer's task id
+    follows it (``GET /api/v1/tasks/{task_id}``)."""
+    keep = (body or CommitIn()).keep_recent_count
+    async with database.tenant(principal.tenant_id) as db:
+        agent_session_id = await _agent_session_id(AgentSessionService(db, principal), session_id)
+    result = await flows.commit(
+        database,
+        worker,
+        principal,
+        agent_session_id,
+        keep=keep,
+        wait=False,
+        timeout_s=settings.commit_wait_timeout_s,
+        with_working_memory=False,
+    )
+    archive = result.archive
+    if archive is None:
+        skipped = CommitOut(
+            session_id=session_id,
+            status="skipped",
+            task_id=None,
+            archive_uri=None,
+            archive_id=None,
+            archived=False,
+            reason=result.outcome.skipped,
+        )
+        return Envelope(result=skipped)
+    accepted = CommitOut(
+        session_id=session_id,
+        status="accepted",
+        task_id=ids.task_id(agent_session_id, archive.archive_seq),
+        archive_uri=ids.archive_uri(session_id, archive.archive_seq),
+        archive_id=ids.archive_id(archive.archive_seq),
+        archived=True,
+    )
+    return Envelope(result=accepted)
+
+
+@router.get("/{session_id}/context")
+async def get_session_context(
+    session_id: SessionPath,
+    principal: Reader,
+    database: DatabaseDep,
+    token_budget: Annotated[
+        int,
+        Query(
+            ge=1,
+            le=MAX_TOKEN_BUDGET,
+            description="the most tokens the overview and the messages may take together",
+        ),
+    ] = DEFAULT_TOKEN_BUDGET,
+) -> Envelope[ContextOut]:
+    """The working memory and the newest messages after it, within ``token_budget``. The client
+    chose the budget for what it sends, so no reply reserve is taken out of it."""
+    async with database.tenant(principal.tenant_id) as db:
+        agent_session_id = await _agent_session_id(AgentSessionService(db, principal), session_id)
+        context = await ContextService(db, principal).assemble(
+            agent_session_id, plan_budget(token_budget, 0)
+        )
+    return Envelope(result=context_out(context))
+
+
+@router.get("/{session_id}/archives/{archive_id}")
+async def get_session_archive(
+    session_id: SessionPath,
+    principal: Reader,
+    database: DatabaseDep,
+    archive_id: Annotated[str, Path(description="archive_001, archive_002, …")],
+) -> Envelope[ArchiveOut]:
+    """One completed archive, whole: its overview (the working memory after it), abstract and
+    every message. An archive still being processed, or failed, is not found, as in OpenViking."""
+    archive_seq = ids.parse_archive_id(archive_id)
+    if archive_seq is None:
+        raise ResourceNotFound("archive", archive_id)
+    async with database.tenant(principal.tenant_id) as db:
+        service = AgentSessionService(db, principal)
+        agent_session_id = await _agent_session_id(service, session_id)
+        try:
+            archive = await ArchiveService(db, principal).get(agent_session_id, archive_seq)
+        except NotFound as error:
+            raise ResourceNotFound("archive", archive_id) from error
+        if archive.status != "done":
+            raise ResourceNotFound("archive", archive_id)
+        messages = await service.messages_between(
+            agent_session_id,
+            after_seq=archive.start_seq - 1,
+            upto_seq=archive.end_seq,
+            limit=archive.end_seq - archive.start_seq + 1,
+        )
+    overview = archive.overview or archive.legacy_overview
+    return Envelope(result=archive_out(ArchiveRead.from_row(archive), overview, messages))
+
+
+@tasks_router.get("/{task_id}")
+async def get_task(
+    task_id: Annotated[str, Path(description="the task_id a commit answered")],
+    principal: Reader,
+    database: DatabaseDep,
+) -> Envelope[TaskOut]:
+    """The task of a commit: its archive's state. Resolvable as long as the session exists."""
+    parsed = ids.parse_task_id(task_id)
+    if parsed is None:
+        raise ResourceNotFound("task", task_id)
+    agent_session_id, archive_seq = parsed
+    async with database.tenant(principal.tenant_id) as db:
+        try:
+            # The agent session first: its read applies the credential's user binding.
+            row = await AgentSessionService(db, principal).get(agent_session_id)
+            archive = await ArchiveService(db, principal).get(agent_session_id, archive_seq)
+        except NotFound as error:
+            raise ResourceNotFound("task", task_id) from error
+    if row.external_id is None:
+        raise ResourceNotFound("task", task_id)
+    return Envelope(
+        result=task_out(ArchiveRead.from_row(archive), row.external_id, agent_session_id)
+    )
