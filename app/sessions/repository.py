@@ -102,18 +102,22 @@ class AgentSessionRepository:
         agent_id: str | None,
         metadata: dict[str, Any],
         keep_recent_count: int,
+        created_at: datetime | None = None,
     ) -> AgentSession | None:
         """The new row, or ``None`` when ``external_id`` is already taken in this tenant."""
+        values: dict[str, Any] = {
+            "tenant_id": self.scope.tenant_id,
+            "external_id": external_id,
+            "user_id": user_id,
+            "agent_id": agent_id,
+            "metadata_": metadata,
+            "keep_recent_count": keep_recent_count,
+        }
+        if created_at is not None:
+            values["created_at"] = created_at
         statement = (
             pg_insert(AgentSession)
-            .values(
-                tenant_id=self.scope.tenant_id,
-                external_id=external_id,
-                user_id=user_id,
-                agent_id=agent_id,
-                metadata_=metadata,
-                keep_recent_count=keep_recent_count,
-            )
+            .values(**values)
             .on_conflict_do_nothing(index_elements=["tenant_id", "external_id"])
             .returning(AgentSession)
         )

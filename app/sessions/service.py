@@ -82,7 +82,10 @@ class AgentSessionService:
         self.agent_sessions = AgentSessionRepository(db, principal.scope)
         self.messages = MessageRepository(db, principal.scope)
 
-    async def create(self, body: AgentSessionCreate) -> AgentSession:
+    async def create(
+        self, body: AgentSessionCreate, *, created_at: datetime | None = None
+    ) -> AgentSession:
+        """A new agent session; ``created_at`` keeps the time it began in another store."""
         user_id = body.user_id
         if self.principal.user_id is not None:
             if user_id is not None and user_id != self.principal.user_id:
@@ -95,6 +98,7 @@ class AgentSessionService:
             agent_id=body.agent_id,
             metadata=body.metadata,
             keep_recent_count=self.limits.default_keep_recent_count if keep is None else keep,
+            created_at=None if created_at is None else _utc(created_at),
         )
         if row is None:
             raise Conflict(f"an agent session with external_id {body.external_id!r} exists")

@@ -21,6 +21,10 @@ async def create_tenant(db: AsyncSession, name: str) -> Tenant:
     return await repository.insert_tenant(db, name)
 
 
+async def tenant_exists(db: AsyncSession, tenant_id: uuid.UUID) -> bool:
+    return await repository.tenant_exists(db, tenant_id)
+
+
 async def issue_key(
     db: AsyncSession,
     tenant_id: uuid.UUID,
