@@ -210,7 +210,7 @@ class ArchiveService:
 
         ``messages`` holds at least the archive's range and its tail, by seq: turns and token
         totals are taken from them, as a commit takes them from the rows. The agent session's
-        counters are the caller's (``AgentSessionService.record_commit``), as in a commit.
+        counters are the caller's (``AgentSessionService.record_imported_archives``).
         """
         span = [messages[seq] for seq in range(imported.start_seq, imported.end_seq + 1)]
         tail_end = imported.tail_end_seq or imported.end_seq

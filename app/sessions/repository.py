@@ -131,6 +131,16 @@ class AgentSessionRepository:
             statement = statement.with_for_update()
         return (await self.db.execute(statement)).scalar_one_or_none()
 
+    async def get_by_external_id(self, external_id: str) -> AgentSession | None:
+        """By the tenant's unique ``external_id`` (one index lookup, whatever the tenant holds)."""
+        return (
+            await self.db.execute(
+                select(AgentSession).where(
+                    AgentSession.external_id == external_id, *self._visible()
+                )
+            )
+        ).scalar_one_or_none()
+
     def _with_newest_archive(self) -> Any:
         # The newest archive is the one numbered archive_count: one index lookup per row, in the
         # same statement as the agent session.

@@ -110,6 +110,9 @@ class AgentSessionService:
             raise NotFound(f"agent session {agent_session_id} not found")
         return row
 
+    async def find_by_external_id(self, external_id: str) -> AgentSession | None:
+        return await self.agent_sessions.get_by_external_id(external_id)
+
     async def get_with_newest_archive(
         self, agent_session_id: uuid.UUID
     ) -> tuple[AgentSession, NewestArchive | None]:
@@ -266,6 +269,26 @@ class AgentSessionService:
             archived_upto_seq=end_seq,
             archive_count=agent_session.archive_count + 1,
             archived_tokens=agent_session.archived_tokens + archived_tokens,
+        )
+
+    async def record_imported_archives(
+        self,
+        agent_session_id: uuid.UUID,
+        *,
+        keep: int,
+        archived_upto_seq: int,
+        archive_count: int,
+        archived_tokens: int,
+    ) -> None:
+        """The counters of an agent session whose archives came from another store, as if its
+        commits had run here (the archive rows are ``ArchiveService.store_imported``'s)."""
+        await self.agent_sessions.save_commit(
+            agent_session_id,
+            keep_recent_count=keep,
+            pending_tokens=0,
+            archived_upto_seq=archived_upto_seq,
+            archive_count=archive_count,
+            archived_tokens=archived_tokens,
         )
 
     async def read_messages(

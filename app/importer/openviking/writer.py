@@ -1,9 +1,9 @@
 """Storing one OpenViking session as one agent session, through the services.
 
-Messages go through the ordinary append path, archive by archive with that commit's counters
-recorded after each, then the live ones, so seq, turns, token counts and ``pending_tokens`` are
-computed exactly as for any message; then the archive rows with the same ranges and status and
-their working memory. Flushes, never commits: ``run`` owns the one transaction per session.
+Messages go through the ordinary append path, the archived ones first (then the counters their
+commits would have left), then the live ones, so seq, turns, token counts and ``pending_tokens``
+are computed exactly as for any message; then the archive rows with the same ranges and status
+and their working memory. Flushes, never commits: ``run`` owns the one transaction per session.
 """
 
 from __future__ import annotations
@@ -87,15 +87,6 @@ def session_keep(session: OvSession, limits: Limits) -> int:
     return min(MAX_KEEP, keep_window(keep, session.messages))
 
 
-@dataclass(frozen=True, slots=True)
-class _Placed:
-    """An archive with the seqs its messages received."""
-
-    archive: OvArchive
-    start_seq: int
-    end_seq: int
-
-
 class OpenVikingWriter:
     def __init__(self, db: AsyncSession, tenant_id: uuid.UUID, limits: Limits) -> None:
         principal = maintenance_principal(tenant_id)
@@ -104,10 +95,9 @@ class OpenVikingWriter:
         self.archives = ArchiveService(db, principal)
 
     async def existing(self, session: OvSession) -> Existing | None:
-        rows, _ = await self.agent_sessions.page(external_id=session.ref.session_id, limit=1)
-        if not rows:
+        row = await self.agent_sessions.find_by_external_id(session.ref.session_id)
+        if row is None:
             return None
-        row, _ = rows[0]
         source = row.metadata_.get(SOURCE)
         ref = session.ref
         if not isinstance(source, dict) or (source.get("account"), source.get("user")) != (
@@ -142,34 +132,34 @@ class OpenVikingWriter:
             created_at=session.created_at,
         )
         agent_session_id = row.agent_session_id
-        by_seq: dict[int, StoredMessage] = {}
-        placed: list[_Placed] = []
-        for archive in session.archives:
-            appended = await self._append(agent_session_id, _openai(archive.messages))
-            by_seq.update((message.seq, message) for message in appended)
-            # What the archive's commit did to the counters, as ArchiveService.commit does it.
-            current = await self.agent_sessions.get(agent_session_id)
-            await self.agent_sessions.record_commit(
-                current,
+        archived = await self._append(
+            agent_session_id, [m for archive in session.archives for m in _openai(archive.messages)]
+        )
+        if archived:
+            # One update for all archives: what their commits would have left on the row.
+            await self.agent_sessions.record_imported_archives(
+                agent_session_id,
                 keep=keep,
-                end_seq=appended[-1].seq,
-                archived_tokens=sum(message.token_count for message in appended),
-                pending_tokens=0,
+                archived_upto_seq=archived[-1].seq,
+                archive_count=len(session.archives),
+                archived_tokens=sum(message.token_count for message in archived),
             )
-            placed.append(_Placed(archive, appended[0].seq, appended[-1].seq))
         live = await self._append(agent_session_id, _openai(session.live))
-        by_seq.update((message.seq, message) for message in live)
+        by_seq = {message.seq: message for message in (*archived, *live)}
         ordered = session.messages
-        position = 0
-        for archive_seq, place in enumerate(placed, start=1):
-            position += len(place.archive.messages)
-            tail = ordered[position : position + place.archive.retained]
-            kept = place.archive.keep_recent_count
+        position, end_seq = 0, 0
+        for archive_seq, archive in enumerate(session.archives, start=1):
+            start_seq, end_seq = end_seq + 1, end_seq + stored_count(archive.messages)
+            position += len(archive.messages)
+            tail = ordered[position : position + archive.retained]
+            kept = archive.keep_recent_count
             await self.archives.store_imported(
                 agent_session_id,
                 archive_seq,
                 _imported(
-                    place,
+                    archive,
+                    start_seq,
+                    end_seq,
                     tail_messages=stored_count(tail),
                     keep=None
                     if kept is None
@@ -190,8 +180,9 @@ def _openai(messages: Sequence[OvMessage]) -> list[MessageCreate]:
     return [message for line in messages for message in line.messages]
 
 
-def _imported(place: _Placed, *, tail_messages: int, keep: int | None) -> ImportedArchive:
-    archive = place.archive
+def _imported(
+    archive: OvArchive, start_seq: int, end_seq: int, *, tail_messages: int, keep: int | None
+) -> ImportedArchive:
     overview = archive.overview
     document = overview.document if overview.kind is OverviewKind.V2 else None
     legacy = overview.text if overview.kind is OverviewKind.LEGACY else None
@@ -201,9 +192,9 @@ def _imported(place: _Placed, *, tail_messages: int, keep: int | None) -> Import
     elif legacy is not None:
         abstract = legacy_abstract(legacy)
     return ImportedArchive(
-        start_seq=place.start_seq,
-        end_seq=place.end_seq,
-        tail_end_seq=place.end_seq + tail_messages if tail_messages else None,
+        start_seq=start_seq,
+        end_seq=end_seq,
+        tail_end_seq=end_seq + tail_messages if tail_messages else None,
         status=archive.status,
         keep_recent_count=keep,
         created_at=archive.created_at,
