@@ -395,6 +395,10 @@ def import_openviking(
             )
     except AppError as error:
         raise fail(error.detail) from None
+    except KeyboardInterrupt:
+        raise fail(
+            "interrupted; the sessions imported so far are kept, run again for the rest", 130
+        ) from None
     render_summary(console, summary)
     if report is not None:
         report.write_text(json.dumps(summary.as_json(), indent=2, ensure_ascii=False) + "\n")

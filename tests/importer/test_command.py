@@ -89,6 +89,22 @@ async def _counts(url: str) -> dict[str, int]:
         await database.dispose()
 
 
+def test_a_session_that_cannot_be_imported_says_why_and_fails_the_run(
+    env: dict[str, str],
+) -> None:
+    tenant = new_tenant(env)
+    tight = {**env, "WORKMEM_MAX_MESSAGE_BYTES": "4096"}
+    result = runner.invoke(
+        cli, ["import", "openviking", str(SAMPLE), "--tenant", tenant], env=tight
+    )
+    assert result.exit_code == 1
+    line = next(row for row in result.stdout.splitlines() if row.startswith("[2/3] "))
+    assert line.startswith("[2/3] not imported acme/alice/swe-marshmallow-1867: a tool message of ")
+    assert "above WORKMEM_MAX_MESSAGE_BYTES (4096); the session is not imported" in line
+    assert "2 imported of 3 found" in result.stdout
+    assert "message_too_large" in result.stdout
+
+
 def test_an_unknown_tenant_is_one_line(env: dict[str, str]) -> None:
     missing = uuid.UUID(int=7)
     result = runner.invoke(

@@ -346,3 +346,30 @@ async def test_pending_tokens_are_recomputed_and_checked(
 async def test_an_unknown_tenant_is_refused_before_anything_is_read(database: Database) -> None:
     with pytest.raises(NotFound, match="does not exist"):
         await run_import(database, SAMPLE, uuid.uuid4())
+
+
+async def test_an_empty_session_becomes_an_empty_agent_session(
+    database: Database, tenant: TenantKeys, tmp_path: Path
+) -> None:
+    workspace = copy_sample(tmp_path / "ws")
+    empty = workspace / "viking/acme/user/bob/sessions/20261129-125310-1330dbd278204ef8"
+    empty.mkdir(parents=True)
+    (empty / "messages.jsonl").write_text("")
+    (empty / ".meta.json").write_text(
+        json.dumps(
+            {
+                "session_id": empty.name,
+                "message_count": 0,
+                "keep_recent_count": 0,
+                "created_by_account_id": "acme",
+                "created_by_user_id": "bob",
+            }
+        )
+    )
+    summary = await run_import(database, workspace, tenant.tenant_id, user="bob")
+    assert [o.status for o in summary.outcomes] == [SessionStatus.IMPORTED]
+    assert summary.problems == []
+    found = await rows(
+        database, tenant, "SELECT external_id, user_id, last_seq, archive_count FROM agent_sessions"
+    )
+    assert [tuple(r) for r in found] == [(empty.name, "bob", 0, 0)]

@@ -410,3 +410,19 @@ def test_keep_window_counts_the_newest_messages_in_workmem_units(
     messages = ov(*sizes)
     assert keep_window(keep, messages) == expected
     assert stored_count(messages) == sum(sizes)
+
+
+def test_escaped_nuls_in_state_files_are_replaced(tmp_path: Path) -> None:
+    session = session_dir(tmp_path)
+    (session / ".meta.json").write_text('{"session_id": "s1", "note": "a\\u0000b"}')
+    archive_dir(
+        session, "archive_001", [message(1)], _failed_json='{"stage": "x", "error": "e\\u0000"}'
+    )
+    (read,) = read_all(tmp_path)
+    assert [(p.path.rsplit("/", 1)[-1], p.kind) for p in read.problems] == [
+        (".meta.json", ProblemKind.UNSTORABLE_TEXT),
+        (".failed.json", ProblemKind.UNSTORABLE_TEXT),
+    ]
+    assert read.meta is not None
+    assert read.meta["note"] == "a\ufffdb"
+    assert read.archives[0].last_error == "e\ufffd"

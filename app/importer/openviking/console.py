@@ -87,8 +87,8 @@ class ImportProgress:
                 f": {len(session.messages)} messages ({stored_count(session.messages)} stored),"
                 f" {len(session.archives)} archives"
             )
-        elif outcome.status is SessionStatus.FAILED and outcome.problems:
-            line += f": {outcome.problems[-1].detail}"
+        elif outcome.reason is not None:
+            line += f": {outcome.reason.detail}"
         self._line(line)
 
     def _line(self, text: str) -> None:

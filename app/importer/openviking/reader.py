@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from app.importer.openviking.overview import read_overview
 from app.importer.openviking.parts import InvalidLine, ToolCallIds, convert_line, parse_time
@@ -152,7 +152,10 @@ class _SessionReader:
         if not isinstance(value, dict):
             self.report(path, None, ProblemKind.INVALID_JSON, "not a JSON object; ignored")
             return None
-        return value
+        cleaned = replace_unstorable(value)
+        if cleaned != value:
+            self.report(path, None, ProblemKind.UNSTORABLE_TEXT, "NUL characters replaced")
+        return cast(dict[str, Any], cleaned)
 
     def full_output(self, part: Mapping[str, Any]) -> tuple[str | None, str]:
         """An externalized tool output from ``<session>/tool-results/<id>/output.txt``."""

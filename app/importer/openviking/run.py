@@ -85,7 +85,7 @@ async def _import_one(
                 return _existing_outcome(session, existing.agent_session_id, existing.fingerprint)
             fatal = session.fatal
             if fatal is not None:
-                return SessionOutcome(session, SessionStatus.FAILED, problems)
+                return SessionOutcome(session, SessionStatus.FAILED, problems, reason=fatal)
             if options.dry_run:
                 return SessionOutcome(session, SessionStatus.WOULD_IMPORT, problems)
             stored = await writer.store(session)
@@ -95,7 +95,7 @@ async def _import_one(
         if isinstance(error, sa_exc.DBAPIError) and is_unavailable(error):
             raise
         refused = Problem(session.ref.path, None, ProblemKind.IMPORT_REFUSED, _first_line(error))
-        return SessionOutcome(session, SessionStatus.FAILED, (*problems, refused))
+        return SessionOutcome(session, SessionStatus.FAILED, (*problems, refused), reason=refused)
     return SessionOutcome(
         session,
         SessionStatus.IMPORTED,
@@ -122,7 +122,11 @@ def _existing_outcome(
             f"{session.ref.session_id!r} and was not imported from this folder; not imported",
         )
         return SessionOutcome(
-            session, SessionStatus.EXTERNAL_ID_TAKEN, (taken,), agent_session_id=agent_session_id
+            session,
+            SessionStatus.EXTERNAL_ID_TAKEN,
+            (taken,),
+            agent_session_id=agent_session_id,
+            reason=taken,
         )
     changed = Problem(
         path,
@@ -132,7 +136,11 @@ def _existing_outcome(
         "it is left as it is (delete it and re-run to import the new state)",
     )
     return SessionOutcome(
-        session, SessionStatus.CHANGED_SINCE_IMPORT, (changed,), agent_session_id=agent_session_id
+        session,
+        SessionStatus.CHANGED_SINCE_IMPORT,
+        (changed,),
+        agent_session_id=agent_session_id,
+        reason=changed,
     )
 
 

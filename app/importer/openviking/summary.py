@@ -41,6 +41,8 @@ class SessionOutcome:
     problems: tuple[Problem, ...]
     agent_session_id: uuid.UUID | None = None
     pending_tokens: int | None = None
+    reason: Problem | None = None
+    """Why the session was not imported (also among ``problems``)."""
 
     def as_json(self) -> dict[str, Any]:
         session = self.session
