@@ -189,7 +189,7 @@ class _SessionReader:
                 self.report(path, number, ProblemKind.INVALID_JSON, "not UTF-8; line skipped")
                 continue
             except json.JSONDecodeError as error:
-                detail = f"not JSON ({error.msg} at column {error.colno}); line skipped"
+                detail = f"not JSON: {error.msg} (column {error.colno}); line skipped"
                 self.report(path, number, ProblemKind.INVALID_JSON, detail)
                 continue
             try:
