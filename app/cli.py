@@ -49,6 +49,8 @@ cli.add_typer(keys_cli, name="keys")
 cli.add_typer(pending_cli, name="pending-tokens")
 cli.add_typer(archives_cli, name="archives")
 cli.add_typer(wm_cli, name="wm")
+import_cli = typer.Typer(help="Import agent sessions from other stores.", no_args_is_help=True)
+cli.add_typer(import_cli, name="import")
 
 
 @dataclass(slots=True)
@@ -466,6 +468,71 @@ def auditors_drop(
 
     run_operator(work, runtime().migration_url())
     echo_json({"dropped": login_role})
+
+
+# --- import ------------------------------------------------------------------------------------
+
+
+def fail(message: str, code: int = 2) -> typer.Exit:
+    """A one-line error on stderr (never a traceback), as an exit to raise."""
+    typer.echo(f"workmem: {message}", err=True)
+    return typer.Exit(code=code)
+
+
+@import_cli.command("openviking")
+def import_openviking(
+    directory: Annotated[
+        Path, typer.Argument(help="the workspace directory (the one holding viking/)")
+    ],
+    tenant: Annotated[uuid.UUID, typer.Option("--tenant", help="the tenant to import into")],
+    account: Annotated[str | None, typer.Option(help="only this OpenViking account")] = None,
+    user: Annotated[str | None, typer.Option(help="only this OpenViking user")] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="read and validate everything, write nothing")
+    ] = False,
+    report: Annotated[
+        Path | None, typer.Option(help="also write the summary and every problem as JSON here")
+    ] = None,
+) -> None:
+    """Import an OpenViking workspace: one agent session per session folder, its messages,
+    archives and working memory. Re-running imports only what is not there yet."""
+    from rich.console import Console
+
+    from app.errors import AppError
+    from app.importer.openviking.console import ImportProgress, render_summary
+    from app.importer.openviking.reader import NotAWorkspace, workspace_root
+    from app.importer.openviking.run import ImportOptions, import_workspace
+    from app.sessions.service import Limits
+
+    try:
+        workspace_root(directory)
+    except NotAWorkspace as error:
+        raise fail(str(error)) from None
+    settings = Settings()
+    limits = Limits(
+        max_message_bytes=settings.max_message_bytes,
+        max_batch_messages=settings.max_batch_messages,
+        default_keep_recent_count=settings.default_keep_recent_count,
+    )
+    options = ImportOptions(directory, tenant, account=account, user=user, dry_run=dry_run)
+    console = Console()
+    try:
+        url = runtime(settings).url
+        with ImportProgress(console, sys.stdout) as progress:
+            summary = run_db(
+                lambda database: import_workspace(database, options, limits, progress), url
+            )
+    except AppError as error:
+        raise fail(error.detail) from None
+    except KeyboardInterrupt:
+        raise fail(
+            "interrupted; the sessions imported so far are kept, run again for the rest", 130
+        ) from None
+    render_summary(console, summary)
+    if report is not None:
+        report.write_text(json.dumps(summary.as_json(), indent=2, ensure_ascii=False) + "\n")
+    if summary.failed:
+        raise typer.Exit(code=1)
 
 
 def main() -> None:

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import and_, case, exists, func, insert, select, text, update
+from sqlalchemy import and_, case, exists, func, insert, or_, select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import load_only
 
@@ -227,7 +227,17 @@ class ArchiveRepository:
             func.coalesce(
                 Archive.legacy_overview, case((Archive.is_legacy, Archive.overview))
             ).label("legacy_text"),
-        ).where(*self._of(agent_session_id), Archive.status == ArchiveStatus.DONE)
+        ).where(
+            *self._of(agent_session_id),
+            Archive.status == ArchiveStatus.DONE,
+            # A done archive imported without a working memory (its store had it switched off)
+            # is no prior: its messages stay raw, as in the store it came from.
+            or_(
+                Archive.overview.is_not(None),
+                Archive.legacy_overview.is_not(None),
+                Archive.is_legacy,
+            ),
+        )
         if before_seq is not None:
             newest = newest.where(Archive.archive_seq < before_seq)
         if archive_seq is not None:

@@ -8,10 +8,12 @@ and ``worker`` (the loop). Returns ORM rows and domain values; endpoints shape t
 
 from __future__ import annotations
 
+import hashlib
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from datetime import datetime
+from typing import Any, Literal
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -22,9 +24,15 @@ from app.models import AgentSession, Archive, ArchiveStatus, WmSectionVersion
 from app.sessions.records import StoredMessage
 from app.sessions.service import AgentSessionService
 from app.tenancy.principal import Principal
-from app.wm.sections import Section
+from app.wm.items import split_items
+from app.wm.sections import SECTIONS, ParsedDocument, Section, render
+from app.wm.tokens import count_tokens
 
 SkipReason = Literal["no_messages", "all_within_keep_window"]
+
+IMPORT_GENERATOR = "import"
+"""The generator recorded on archives and section rows brought in from another store (the
+same value the legacy-upgrading migration writes)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +73,68 @@ class HistoryPage:
 
     items: Sequence[WmSectionVersion]
     next_after: tuple[int, int] | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ImportedArchive:
+    """An archive brought in from another store, with the range and state it had there.
+
+    ``document`` (the seven sections) becomes seven section rows with ``op_applied = IMPORT``;
+    ``legacy_overview`` (free text) is kept for the next commit to upgrade (DESIGN 6.3); with
+    neither, the archive has no working memory. ``tail_end_seq`` ends the preserved tail its
+    commit kept live (``None``: it kept none).
+    """
+
+    start_seq: int
+    end_seq: int
+    tail_end_seq: int | None
+    status: ArchiveStatus
+    keep_recent_count: int | None
+    created_at: datetime | None
+    finished_at: datetime | None = None
+    error_stage: str | None = None
+    last_error: str | None = None
+    document: ParsedDocument | None = None
+    legacy_overview: str | None = None
+    abstract: str | None = None
+    note: str | None = None
+
+
+def imported_section_rows(
+    agent_session_id: uuid.UUID,
+    archive_seq: int,
+    document: ParsedDocument,
+    created_at: datetime | None,
+) -> list[dict[str, Any]]:
+    """Seven ``IMPORT`` rows; text outside the seven sections rides in the first row's
+    ``details``, as the legacy-upgrading migration keeps it."""
+    kept_aside = {
+        "preamble": document.preamble,
+        "extra": [{"heading": extra.heading, "body": extra.body} for extra in document.extra],
+    }
+    rows = []
+    for position, section in enumerate(SECTIONS, start=1):
+        content = document.sections[section]
+        row: dict[str, Any] = {
+            "agent_session_id": agent_session_id,
+            "archive_seq": archive_seq,
+            "section": section.value,
+            "position": position,
+            "content": content,
+            "content_sha256": hashlib.sha256(content.encode()).hexdigest(),
+            "token_count": count_tokens(content),
+            "item_count": len(split_items(content)),
+            "op_requested": None,
+            "op_applied": "IMPORT",
+            "guard": None,
+            "reason": "imported",
+            "details": kept_aside if position == 1 else {},
+            "generator": IMPORT_GENERATOR,
+        }
+        if created_at is not None:
+            row["created_at"] = created_at
+        rows.append(row)
+    return rows
 
 
 class ArchiveService:
@@ -128,6 +198,70 @@ class ArchiveService:
             pending_tokens=pending,
         )
         return CommitOutcome(agent_session, archive, None, pending, last_seq - end_seq)
+
+    async def store_imported(
+        self,
+        agent_session_id: uuid.UUID,
+        archive_seq: int,
+        imported: ImportedArchive,
+        messages: Mapping[int, StoredMessage],
+    ) -> Archive:
+        """Insert an imported archive (and its section rows) over messages already appended.
+
+        ``messages`` holds at least the archive's range and its tail, by seq: turns and token
+        totals are taken from them, as a commit takes them from the rows. The agent session's
+        counters are the caller's (``AgentSessionService.record_imported_archives``).
+        """
+        span = [messages[seq] for seq in range(imported.start_seq, imported.end_seq + 1)]
+        tail_end = imported.tail_end_seq or imported.end_seq
+        tail = [messages[seq] for seq in range(imported.end_seq + 1, tail_end + 1)]
+        values: dict[str, Any] = {
+            "agent_session_id": agent_session_id,
+            "archive_seq": archive_seq,
+            "start_seq": imported.start_seq,
+            "end_seq": imported.end_seq,
+            "status": imported.status,
+            "keep_recent_count": imported.keep_recent_count,
+            "first_turn": span[0].turn,
+            "last_turn": span[-1].turn,
+            "tail_start_seq": tail[0].seq if tail else None,
+            "tail_end_seq": tail[-1].seq if tail else None,
+            "tail_message_count": len(tail),
+            "tail_tokens": sum(message.token_count for message in tail),
+            "archived_tokens": sum(message.token_count for message in span),
+            "finished_at": imported.finished_at,
+            "error_stage": imported.error_stage,
+            "last_error": imported.last_error,
+            "abstract": imported.abstract,
+            "generator_note": imported.note,
+        }
+        if imported.created_at is not None:
+            values["created_at"] = imported.created_at
+        rows: list[dict[str, Any]] = []
+        if imported.document is not None:
+            rows = imported_section_rows(
+                agent_session_id,
+                archive_seq,
+                imported.document,
+                imported.finished_at or imported.created_at,
+            )
+            values.update(
+                generator=IMPORT_GENERATOR,
+                overview=render(imported.document.sections),
+                wm_tokens=sum(row["token_count"] for row in rows),
+            )
+        elif imported.legacy_overview is not None:
+            values.update(
+                generator=IMPORT_GENERATOR,
+                overview=imported.legacy_overview,
+                legacy_overview=imported.legacy_overview,
+                is_legacy=True,
+                wm_tokens=count_tokens(imported.legacy_overview),
+            )
+        archive = await self.archives.insert(values)
+        if rows:
+            await self.archives.insert_sections(rows)
+        return archive
 
     async def _split(
         self, agent_session_id: uuid.UUID, last_seq: int, archived: int, end_seq: int

@@ -114,18 +114,22 @@ class AgentSessionRepository:
         agent_id: str | None,
         metadata: dict[str, Any],
         keep_recent_count: int,
+        created_at: datetime | None = None,
     ) -> AgentSession | None:
         """The new row, or ``None`` when ``external_id`` is already taken in this tenant."""
+        values: dict[str, Any] = {
+            "tenant_id": self.scope.tenant_id,
+            "external_id": external_id,
+            "user_id": user_id,
+            "agent_id": agent_id,
+            "metadata_": metadata,
+            "keep_recent_count": keep_recent_count,
+        }
+        if created_at is not None:
+            values["created_at"] = created_at
         statement = (
             pg_insert(AgentSession)
-            .values(
-                tenant_id=self.scope.tenant_id,
-                external_id=external_id,
-                user_id=user_id,
-                agent_id=agent_id,
-                metadata_=metadata,
-                keep_recent_count=keep_recent_count,
-            )
+            .values(**values)
             .on_conflict_do_nothing(index_elements=["tenant_id", "external_id"])
             .returning(AgentSession)
         )
@@ -139,6 +143,16 @@ class AgentSessionRepository:
             statement = statement.with_for_update()
         return (await self.db.execute(statement)).scalar_one_or_none()
 
+    async def get_by_external_id(self, external_id: str) -> AgentSession | None:
+        """By the tenant's unique ``external_id`` (one index lookup, whatever the tenant holds)."""
+        return (
+            await self.db.execute(
+                select(AgentSession).where(
+                    AgentSession.external_id == external_id, *self._visible()
+                )
+            )
+        ).scalar_one_or_none()
+
     def _with_newest_archive(self) -> Any:
         # The newest archive is the one numbered archive_count: one index lookup per row, in the
         # same statement as the agent session.
@@ -150,12 +164,6 @@ class AgentSessionRepository:
                 Archive.archive_seq == AgentSession.archive_count,
             ),
         )
-
-    async def get_by_external_id(self, external_id: str) -> AgentSession | None:
-        statement = select(AgentSession).where(
-            AgentSession.external_id == external_id, *self._visible()
-        )
-        return (await self.db.execute(statement)).scalar_one_or_none()
 
     async def get_with_newest_archive(
         self, agent_session_id: uuid.UUID

@@ -212,7 +212,10 @@ class AgentSessionService:
         self.agent_sessions = AgentSessionRepository(db, principal.scope)
         self.messages = MessageRepository(db, principal.scope)
 
-    async def create(self, body: AgentSessionCreate) -> AgentSession:
+    async def create(
+        self, body: AgentSessionCreate, *, created_at: datetime | None = None
+    ) -> AgentSession:
+        """A new agent session; ``created_at`` keeps the time it began in another store."""
         user_id = body.user_id
         if self.principal.user_id is not None:
             if user_id is not None and user_id != self.principal.user_id:
@@ -225,6 +228,7 @@ class AgentSessionService:
             agent_id=body.agent_id,
             metadata=body.metadata,
             keep_recent_count=self.limits.default_keep_recent_count if keep is None else keep,
+            created_at=None if created_at is None else _utc(created_at),
         )
         if row is None:
             raise Conflict(f"an agent session with external_id {body.external_id!r} exists")
@@ -236,9 +240,13 @@ class AgentSessionService:
             raise NotFound(f"agent session {agent_session_id} not found")
         return row
 
+    async def find_by_external_id(self, external_id: str) -> AgentSession | None:
+        """The agent session a client named ``external_id``, if one is visible."""
+        return await self.agent_sessions.get_by_external_id(external_id)
+
     async def get_by_external_id(self, external_id: str) -> AgentSession:
         """The agent session a client named ``external_id``; 404 when none is visible."""
-        row = await self.agent_sessions.get_by_external_id(external_id)
+        row = await self.find_by_external_id(external_id)
         if row is None:
             raise NotFound(f"no agent session has external_id {external_id!r}")
         return row
@@ -334,6 +342,26 @@ class AgentSessionService:
             archived_upto_seq=end_seq,
             archive_count=agent_session.archive_count + 1,
             archived_tokens=agent_session.archived_tokens + archived_tokens,
+        )
+
+    async def record_imported_archives(
+        self,
+        agent_session_id: uuid.UUID,
+        *,
+        keep: int,
+        archived_upto_seq: int,
+        archive_count: int,
+        archived_tokens: int,
+    ) -> None:
+        """The counters of an agent session whose archives came from another store, as if its
+        commits had run here (the archive rows are ``ArchiveService.store_imported``'s)."""
+        await self.agent_sessions.save_commit(
+            agent_session_id,
+            keep_recent_count=keep,
+            pending_tokens=0,
+            archived_upto_seq=archived_upto_seq,
+            archive_count=archive_count,
+            archived_tokens=archived_tokens,
         )
 
     async def read_messages(

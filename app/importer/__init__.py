@@ -1,0 +1,1 @@
+"""Bringing agent sessions in from other stores: one package per source format."""
