@@ -82,6 +82,16 @@ class GroupCommit:
         self.flushes += 1
         self.appends += len(batch)
         async with self.database.connection() as connection:
+            if len(ordered) == 1:
+                # Alone: the statement is its own transaction, no BEGIN or COMMIT around it.
+                [item] = ordered
+                try:
+                    _settle(item, await _alone(connection, item))
+                except (AppError, psycopg.Error) as error:
+                    if isinstance(error, psycopg.OperationalError):
+                        raise
+                    _settle(item, error=error)
+                return
             try:
                 outcomes = await _in_one_transaction(connection, ordered)
             except (AppError, psycopg.Error) as error:
