@@ -27,7 +27,7 @@ from app.tenancy.auth import Reader, Writer
 router = APIRouter(prefix="/v1/sessions", tags=["context"])
 
 
-def context_budget(
+async def context_budget(
     token_budget: Annotated[
         int,
         Query(
