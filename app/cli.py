@@ -86,6 +86,9 @@ def runtime(settings: Settings | None = None) -> Runtime:
         return Runtime(settings, settings.database_url, settings.admin_database_url, None)
     embedded = start_embedded(settings.embedded_data_dir)
     admin = embedded.url()
+    # The embedded database is the service's own: every command finds it migrated (a no-op at
+    # head), so `workmem tenants create` works before the first `workmem serve`.
+    migrations.upgrade(admin)
     url = login_url(admin)
     return Runtime(settings.model_copy(update={"database_url": url}), url, admin, embedded)
 
