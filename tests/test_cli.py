@@ -115,3 +115,12 @@ def test_wm_extract(tmp_path: Path) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")
     assert runner.invoke(cli, ["wm", "extract", "--messages", str(bad)]).exit_code != 0
+
+
+def test_a_fresh_embedded_home_takes_operator_commands_before_any_serve(tmp_path: Path) -> None:
+    home = tmp_path / "fresh-home"
+    env = {"WORKMEM_HOME": str(home), "DATABASE_URL": "", "WORKMEM_DATABASE_URL": ""}
+    tenant = json.loads(run(["tenants", "create", "first"], env))
+    key = json.loads(run(["keys", "create", "--tenant", tenant["tenant_id"]], env))
+    assert key["key"].startswith("wm_")
+    assert (home / "pgdata" / "PG_VERSION").is_file()
