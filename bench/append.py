@@ -5,7 +5,9 @@ threads on it, then runs ``workmem serve`` (production settings) with 1 and 2 wo
 and without group commit, and drives it from a separate load process (``bench.load``): single
 appends from 8 clients and from 1, and batches of 100. An fsync probe runs before and after, since
 the disk's flush rate decides both sides. Prints one JSON document with the ratios the targets
-name: single appends ≥ 0.5 × raw at 8 and at 1, p99 ≤ 4 × p50, batches ≥ 5 × single.
+name: single appends ≥ 0.5 × raw at 8 and at 1, p99 ≤ 4 × p50, batches ≥ 5 × single. The same
+load process against ``GET /healthz`` gives the HTTP ceiling of this machine: what the client
+and the server's HTTP stack manage with no work behind them, in the same run.
 
     python -m bench.append [--quick]
 """
@@ -100,7 +102,9 @@ class Server:
         self.log.close()
 
 
-def load(url: str, key: str, *, clients: int, requests: int, batch: int = 1) -> dict[str, Any]:
+def load(
+    url: str, key: str, *, clients: int, requests: int, batch: int = 1, ceiling: bool = False
+) -> dict[str, Any]:
     output = subprocess.run(
         [
             sys.executable,
@@ -116,6 +120,7 @@ def load(url: str, key: str, *, clients: int, requests: int, batch: int = 1) -> 
             str(requests),
             "--batch",
             str(batch),
+            *(["--ceiling"] if ceiling else []),
         ],
         check=True,
         capture_output=True,
@@ -158,6 +163,7 @@ def main() -> None:
             }
             server = Server(env, workers, workdir / f"serve-{workers}-{group_commit}.log")
             try:
+                http_ceiling = load(server.url, key, clients=8, requests=per_client, ceiling=True)
                 eight = load(server.url, key, clients=8, requests=per_client)
                 one = load(server.url, key, clients=1, requests=per_client * 2)
                 batched = load(
@@ -169,10 +175,14 @@ def main() -> None:
                 {
                     "workers": workers,
                     "group_commit": group_commit,
+                    "http_ceiling_8_clients": http_ceiling,
                     "single_8_clients": eight,
                     "single_1_client": one,
                     "batch_100": batched,
                     "ratio_8_clients_to_raw_8_threads": round(eight["messages_per_s"] / raw_8, 3),
+                    "ratio_8_clients_to_http_ceiling": round(
+                        eight["messages_per_s"] / http_ceiling["requests_per_s"], 3
+                    ),
                     "ratio_1_client_to_raw_1_thread": round(one["messages_per_s"] / raw_1, 3),
                     "p99_over_p50_8_clients": round(eight["p99_ms"] / eight["p50_ms"], 2),
                     "ratio_batch_to_single_8": round(

@@ -23,7 +23,9 @@ def percentile(samples: list[float], share: float) -> float:
     return ordered[index]
 
 
-async def run(url: str, key: str, clients: int, requests: int, batch: int) -> dict[str, object]:
+async def run(
+    url: str, key: str, clients: int, requests: int, batch: int, *, ceiling: bool = False
+) -> dict[str, object]:
     headers = {"Authorization": f"Bearer {key}"}
     limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
     async with httpx.AsyncClient(base_url=url, headers=headers, limits=limits, timeout=60) as http:
@@ -37,7 +39,10 @@ async def run(url: str, key: str, clients: int, requests: int, batch: int) -> di
         async def client(agent_session_id: str, count: int, record: bool) -> None:
             for n in range(count):
                 started = time.perf_counter()
-                if batch > 1:
+                if ceiling:
+                    response = await http.get("/healthz")
+                    response.status_code = 201 if response.status_code == 200 else 500
+                elif batch > 1:
                     body = {
                         "messages": [
                             {"role": "user", "content": f"m {n} {i}"} for i in range(batch)
@@ -64,8 +69,8 @@ async def run(url: str, key: str, clients: int, requests: int, batch: int) -> di
     return {
         "clients": clients,
         "requests": total,
-        "messages_per_request": batch,
-        "messages_per_s": round(total * batch / elapsed, 1),
+        "messages_per_request": 0 if ceiling else batch,
+        "messages_per_s": round(total * (0 if ceiling else batch) / elapsed, 1),
         "requests_per_s": round(total / elapsed, 1),
         "p50_ms": round(statistics.median(latencies) * 1000, 2),
         "p99_ms": round(percentile(latencies, 0.99) * 1000, 2),
@@ -79,6 +84,11 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--requests", type=int, default=200, help="per client")
     parser.add_argument("--batch", type=int, default=1, help="messages per request")
+    parser.add_argument(
+        "--ceiling",
+        action="store_true",
+        help="GET /healthz instead: what this client and the HTTP stack manage with no work",
+    )
     args = parser.parse_args()
     try:  # the cheaper event loop, when installed: the load generator shares the machine
         import uvloop
@@ -86,7 +96,9 @@ def main() -> None:
         runner = asyncio.run
     else:
         runner = uvloop.run
-    result = runner(run(args.url, args.key, args.clients, args.requests, args.batch))
+    result = runner(
+        run(args.url, args.key, args.clients, args.requests, args.batch, ceiling=args.ceiling)
+    )
     print(json.dumps(result))
 
 
