@@ -1,6 +1,7 @@
 """ORM tables, one module per aggregate. Importing this package registers every table."""
 
 from app.models.archives import Archive, ArchiveStatus, WmSectionVersion
+from app.models.memories import Memory, MemoryEvent
 from app.models.sessions import AgentSession, Message
 from app.models.tenancy import ApiKey, Tenant
 
@@ -9,6 +10,8 @@ __all__ = [
     "ApiKey",
     "Archive",
     "ArchiveStatus",
+    "Memory",
+    "MemoryEvent",
     "Message",
     "Tenant",
     "WmSectionVersion",
