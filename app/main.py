@@ -29,6 +29,11 @@ from app.context.endpoints import router as context_router
 from app.db import Database, is_unavailable
 from app.errors import AppError, Unavailable
 from app.llm.ports import ChatModel
+from app.memories.embedding import Embedder
+from app.memories.endpoints import router as memories_router
+from app.memories.extraction import MemoryExtractor
+from app.memories.hashing import HashingEmbedder
+from app.memories.service import embedder_problem
 from app.migrations import head_revision
 from app.observability import ObserveRequests
 from app.sessions.endpoints import router as sessions_router
@@ -129,7 +134,10 @@ def guard_config(settings: Settings) -> GuardConfig:
 
 
 def build_worker(
-    settings: Settings, database: Database, generator: WorkingMemoryGenerator
+    settings: Settings,
+    database: Database,
+    generator: WorkingMemoryGenerator,
+    memories: MemoryExtractor | None = None,
 ) -> ArchiveWorker:
     return ArchiveWorker(
         database,
@@ -141,7 +149,72 @@ def build_worker(
             backoff_base_s=settings.worker_backoff_base_s,
             backoff_max_s=settings.worker_backoff_max_s,
         ),
+        memories=memories,
     )
+
+
+# --- long-term memory: the embedder and the memory extractor ----------------------------------
+
+
+class EmbedderMismatch(RuntimeError):
+    """The configured embedder cannot write into this database's ``memories.embedding``."""
+
+
+def build_embedder(settings: Settings) -> Embedder:
+    """The embedder chosen by configuration; the offline ``hashing`` one by default."""
+    if settings.embedding_provider == "openai":
+        from app.memories.openai_embedder import OpenAIEmbedder
+
+        key = settings.embedding_api_key or settings.llm_api_key
+        return OpenAIEmbedder(
+            base_url=settings.embedding_base_url
+            or settings.llm_base_url
+            or "https://api.openai.com/v1",
+            api_key=key.get_secret_value() if key else "",
+            model=settings.embedding_model,
+            dim=settings.embedder_dim,
+            dimensions=settings.embedding_dimensions,
+            timeout_s=settings.embedding_timeout_s,
+            max_retries=settings.embedding_max_retries,
+        )
+    return HashingEmbedder(settings.embedding_dim)
+
+
+def build_memory_extractor(
+    settings: Settings, generator: WorkingMemoryGenerator, embedder: Embedder
+) -> MemoryExtractor | None:
+    """Phase 2's memory extractor (``None`` when extraction is off): the model behind the
+    working-memory generator when it has one and configuration asks for it, else the rules."""
+    from app.memories.candidates import ValueConfig
+
+    mode = settings.memory_mode
+    if mode == "off":
+        return None
+    chat = generator.chat if mode == "model" else None
+    return MemoryExtractor(
+        embedder,
+        chat=chat,
+        mode="model" if chat is not None else "rules",
+        fallback="rules" if settings.llm_fallback == "offline" else "none",
+        value=ValueConfig(min_confidence=settings.memory_min_confidence),
+        max_input_tokens=settings.llm_max_input_tokens,
+        duplicate_similarity=settings.memory_duplicate_similarity,
+    )
+
+
+async def check_embedder(database: Database, embedder: Embedder) -> None:
+    """Refuse an embedder whose dimension is not the column's, with both named."""
+    async with database.system() as db:
+        problem = await embedder_problem(db, embedder)
+    if problem is not None:
+        raise EmbedderMismatch(problem)
+
+
+async def close_embedder(embedder: Embedder) -> None:
+    from app.memories.openai_embedder import OpenAIEmbedder
+
+    if isinstance(embedder, OpenAIEmbedder):
+        await embedder.close()
 
 
 def create_app(
@@ -149,6 +222,7 @@ def create_app(
     *,
     database: Database | None = None,
     generator: WorkingMemoryGenerator | None = None,
+    embedder: Embedder | None = None,
 ) -> FastAPI:
     """Build the ASGI app. ``settings.database_url`` must be resolved (see ``app.cli``)."""
     settings = settings or Settings()
@@ -168,7 +242,16 @@ def create_app(
             )
         app.state.settings = settings
         app.state.authenticator = Authenticator(app.state.database, settings)
-        worker = build_worker(settings, app.state.database, generator or build_generator(settings))
+        app.state.embedder = embedder or build_embedder(settings)
+        try:
+            await check_embedder(app.state.database, app.state.embedder)
+        except Unavailable:
+            # The service starts with the database down and recovers when it returns; /readyz
+            # repeats the check and stays 503 while the embedder does not fit.
+            logger.warning("the embedder's dimension could not be checked: database unreachable")
+        chosen = generator or build_generator(settings)
+        memories = build_memory_extractor(settings, chosen, app.state.embedder)
+        worker = build_worker(settings, app.state.database, chosen, memories)
         app.state.worker = worker
         stop = asyncio.Event()
         task = asyncio.create_task(worker.run(stop)) if settings.worker_enabled else None
@@ -179,6 +262,8 @@ def create_app(
             if task is not None:
                 await task
             await worker.close()
+            if embedder is None:
+                await close_embedder(app.state.embedder)
             if owned:
                 await app.state.database.dispose()
 
@@ -194,6 +279,7 @@ def create_app(
     app.include_router(sessions_router)
     app.include_router(archives_router)
     app.include_router(context_router)
+    app.include_router(memories_router)
     app.mount("/metrics", make_asgi_app())
 
     @app.get("/healthz", tags=["operations"])
@@ -206,6 +292,7 @@ def create_app(
         try:
             async with db_.system() as db:
                 current = await db.scalar(text("SELECT version_num FROM alembic_version"))
+                embedder_mismatch = await embedder_problem(db, request.app.state.embedder)
         except (Unavailable, sa_exc.SQLAlchemyError):
             return problem(503, "not_ready", "Not ready", "the database is unreachable")
         head = head_revision()
@@ -213,6 +300,8 @@ def create_app(
             return problem(
                 503, "not_ready", "Not ready", f"migrations at {current}, expected {head}"
             )
+        if embedder_mismatch is not None:
+            return problem(503, "not_ready", "Not ready", embedder_mismatch)
         return {"status": "ready", "revision": str(current)}
 
     return app

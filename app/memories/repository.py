@@ -1,0 +1,451 @@
+"""SQL for long-term memories and their events, scoped to one tenant (and optionally one user).
+
+Reads of a user-bound credential see only that user's memories and events; the phase-2 writes
+run under the claimed archive's tenant and name the user explicitly. Vectors are compared only
+with vectors of the same embedder (``embedding_model``). Returns ``records`` values, never ORM
+rows, and never reads a vector back. Flushes, never commits.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from pgvector.sqlalchemy import VECTOR
+from sqlalchemy import (
+    ColumnElement,
+    Float,
+    Text,
+    bindparam,
+    case,
+    cast,
+    delete,
+    func,
+    insert,
+    literal,
+    or_,
+    select,
+    text,
+    tuple_,
+    union_all,
+    update,
+)
+from sqlalchemy.dialects.postgresql import TSQUERY
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.memories.changes import Existing
+from app.memories.ranking import Candidates
+from app.memories.records import ProducedMemory, StoredEvent, StoredMemory
+from app.models import Memory, MemoryEvent
+from app.tenancy.principal import Scope
+
+_MEMORY_COLUMNS = (
+    Memory.memory_id,
+    Memory.user_id,
+    Memory.agent_id,
+    Memory.category,
+    Memory.slot,
+    Memory.slot_value,
+    Memory.content,
+    Memory.confidence,
+    Memory.agent_session_id,
+    Memory.archive_seq,
+    Memory.source_seqs,
+    Memory.embedding_model,
+    Memory.superseded_by,
+    Memory.created_at,
+    Memory.updated_at,
+)
+_EVENT_COLUMNS = (
+    MemoryEvent.event_id,
+    MemoryEvent.memory_id,
+    MemoryEvent.related_memory_id,
+    MemoryEvent.event,
+    MemoryEvent.old_content,
+    MemoryEvent.new_content,
+    MemoryEvent.agent_session_id,
+    MemoryEvent.archive_seq,
+    MemoryEvent.source_seqs,
+    MemoryEvent.actor,
+    MemoryEvent.details,
+    MemoryEvent.created_at,
+)
+
+_COLUMN_DIMENSION = text(
+    "SELECT atttypmod FROM pg_attribute"
+    " WHERE attrelid = to_regclass('memories') AND attname = 'embedding' AND NOT attisdropped"
+)
+
+
+async def column_dimension(db: AsyncSession) -> int | None:
+    """The dimension of ``memories.embedding`` (pgvector keeps it as the type modifier), or
+    ``None`` when the table does not exist yet."""
+    found = await db.scalar(_COLUMN_DIMENSION)
+    return None if found is None or found < 1 else int(found)
+
+
+def _memory(row: Any) -> StoredMemory:
+    return StoredMemory(
+        memory_id=row.memory_id,
+        user_id=row.user_id,
+        agent_id=row.agent_id,
+        category=row.category,
+        slot=row.slot,
+        slot_value=row.slot_value,
+        content=row.content,
+        confidence=row.confidence,
+        agent_session_id=row.agent_session_id,
+        archive_seq=row.archive_seq,
+        source_seqs=tuple(row.source_seqs),
+        embedding_model=row.embedding_model,
+        superseded_by=row.superseded_by,
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+    )
+
+
+def _event(row: Any) -> StoredEvent:
+    return StoredEvent(
+        event_id=row.event_id,
+        memory_id=row.memory_id,
+        related_memory_id=row.related_memory_id,
+        event=row.event,
+        old_content=row.old_content,
+        new_content=row.new_content,
+        agent_session_id=row.agent_session_id,
+        archive_seq=row.archive_seq,
+        source_seqs=tuple(row.source_seqs),
+        actor=row.actor,
+        details=row.details,
+        created_at=row.created_at,
+    )
+
+
+def _user_is(column: Any, user_id: str | None) -> Any:
+    return column.is_(None) if user_id is None else column == user_id
+
+
+class MemoryRepository:
+    def __init__(self, db: AsyncSession, scope: Scope) -> None:
+        self.db = db
+        self.scope = scope
+
+    def _visible(self) -> list[Any]:
+        conditions: list[Any] = [Memory.tenant_id == self.scope.tenant_id]
+        if self.scope.user_id is not None:
+            conditions.append(Memory.user_id == self.scope.user_id)
+        return conditions
+
+    def _visible_events(self) -> list[Any]:
+        conditions: list[Any] = [MemoryEvent.tenant_id == self.scope.tenant_id]
+        if self.scope.user_id is not None:
+            conditions.append(MemoryEvent.user_id == self.scope.user_id)
+        return conditions
+
+    # --- the phase-2 write path --------------------------------------------------------------
+
+    async def lock_user(self, user_id: str | None) -> None:
+        """Serialise memory writes for one user of this tenant until the transaction ends, so
+        two archives of the same user never both add the same fact."""
+        key = f"memories:{self.scope.tenant_id}:{user_id or ''}"
+        await self.db.execute(select(func.pg_advisory_xact_lock(func.hashtextextended(key, 0))))
+
+    def _scope_of(self, user_id: str | None, category: str) -> list[Any]:
+        return [
+            Memory.tenant_id == self.scope.tenant_id,
+            _user_is(Memory.user_id, user_id),
+            Memory.category == category,
+            Memory.superseded_by.is_(None),
+        ]
+
+    async def nearest(
+        self, user_id: str | None, category: str, vector: Sequence[float], model: str
+    ) -> Existing | None:
+        """The most similar current memory of the user's category made by embedder ``model``."""
+        distance = Memory.embedding.cosine_distance(list(vector))
+        row = (
+            await self.db.execute(
+                select(
+                    Memory.memory_id,
+                    Memory.content,
+                    Memory.slot,
+                    Memory.slot_value,
+                    (1.0 - distance).label("similarity"),
+                )
+                .where(*self._scope_of(user_id, category), Memory.embedding_model == model)
+                .order_by(distance)
+                .limit(1)
+            )
+        ).first()
+        return None if row is None else Existing(*row)
+
+    async def same_slot(
+        self, user_id: str | None, category: str, slot: str, vector: Sequence[float], model: str
+    ) -> list[Existing]:
+        """Current memories of the user's category stating ``slot``, newest first."""
+        similarity = case(
+            (Memory.embedding_model == model, 1.0 - Memory.embedding.cosine_distance(list(vector))),
+            else_=0.0,
+        )
+        rows = await self.db.execute(
+            select(Memory.memory_id, Memory.content, Memory.slot, Memory.slot_value, similarity)
+            .where(*self._scope_of(user_id, category), Memory.slot == slot)
+            .order_by(Memory.updated_at.desc(), Memory.memory_id)
+        )
+        return [Existing(*row) for row in rows.all()]
+
+    async def insert(self, values: dict[str, Any]) -> uuid.UUID:
+        result = await self.db.execute(
+            insert(Memory)
+            .values(tenant_id=self.scope.tenant_id, **values)
+            .returning(Memory.memory_id)
+        )
+        return result.scalar_one()
+
+    async def rewrite(self, memory_id: uuid.UUID, values: dict[str, Any]) -> None:
+        await self.db.execute(
+            update(Memory)
+            .where(Memory.tenant_id == self.scope.tenant_id, Memory.memory_id == memory_id)
+            .values(updated_at=func.now(), **values)
+        )
+
+    async def supersede(self, memory_ids: Sequence[uuid.UUID], by: uuid.UUID) -> None:
+        await self.db.execute(
+            update(Memory)
+            .where(Memory.tenant_id == self.scope.tenant_id, Memory.memory_id.in_(memory_ids))
+            .values(superseded_by=by, updated_at=func.now())
+        )
+
+    async def insert_events(self, rows: Sequence[dict[str, Any]]) -> None:
+        if rows:
+            await self.db.execute(
+                insert(MemoryEvent), [{"tenant_id": self.scope.tenant_id, **row} for row in rows]
+            )
+
+    # --- search and reads --------------------------------------------------------------------
+
+    async def candidates(
+        self,
+        *,
+        query: str,
+        vector: Sequence[float],
+        model: str,
+        per_retriever: int,
+        user_id: str | None,
+        category: str | None,
+        include_superseded: bool,
+    ) -> Candidates:
+        """The vector top-``per_retriever`` (HNSW, cosine) and the full-text top-``per_retriever``
+        of the visible memories, in one statement, each with its cosine similarity."""
+        query_vector = bindparam("query_vector", list(vector), type_=VECTOR())
+        filters = [*self._visible(), Memory.embedding_model == model]
+        if user_id is not None:
+            filters.append(Memory.user_id == user_id)
+        if category is not None:
+            filters.append(Memory.category == category)
+        if not include_superseded:
+            filters.append(Memory.superseded_by.is_(None))
+        distance = Memory.embedding.op("<=>", return_type=Float)(query_vector)
+        # Any of the query's words may match (OR): a paraphrase rarely repeats all of them.
+        words = cast(
+            func.replace(cast(func.plainto_tsquery("english", query), Text), " & ", " | "),
+            TSQUERY,
+        )
+        text_rank = func.ts_rank_cd(Memory.content_tsv, words)
+        by_vector = (
+            select(Memory.memory_id, literal("v").label("kind"), distance.label("position"))
+            .where(*filters)
+            .order_by(distance)
+            .limit(per_retriever)
+        )
+        by_text = (
+            select(Memory.memory_id, literal("t").label("kind"), (-text_rank).label("position"))
+            .where(*filters, Memory.content_tsv.op("@@")(words))
+            .order_by(text_rank.desc(), Memory.memory_id)
+            .limit(per_retriever)
+        )
+        found = union_all(by_vector.subquery().select(), by_text.subquery().select()).subquery()
+        similarity = 1.0 - Memory.embedding.op("<=>", return_type=Float)(query_vector)
+        rows = (
+            await self.db.execute(
+                select(
+                    found.c.kind, found.c.position, similarity.label("similarity"), *_MEMORY_COLUMNS
+                )
+                .join(
+                    Memory,
+                    (Memory.tenant_id == self.scope.tenant_id)
+                    & (Memory.memory_id == found.c.memory_id),
+                )
+                .order_by(found.c.kind, found.c.position, Memory.memory_id)
+            )
+        ).all()
+        memories = {row.memory_id: _memory(row) for row in rows}
+        return Candidates(
+            vector=[row.memory_id for row in rows if row.kind == "v"],
+            text=[row.memory_id for row in rows if row.kind == "t"],
+            memories=memories,
+            similarity={row.memory_id: float(row.similarity) for row in rows},
+        )
+
+    async def page(
+        self,
+        *,
+        user_id: str | None,
+        agent_id: str | None,
+        category: str | None,
+        include_superseded: bool,
+        before: tuple[datetime, uuid.UUID] | None,
+        limit: int,
+    ) -> list[StoredMemory]:
+        """Visible memories, newest first, before ``(created_at, memory_id)``."""
+        statement = select(*_MEMORY_COLUMNS).where(*self._visible())
+        if user_id is not None:
+            statement = statement.where(Memory.user_id == user_id)
+        if agent_id is not None:
+            statement = statement.where(Memory.agent_id == agent_id)
+        if category is not None:
+            statement = statement.where(Memory.category == category)
+        if not include_superseded:
+            statement = statement.where(Memory.superseded_by.is_(None))
+        if before is not None:
+            statement = statement.where(
+                tuple_(Memory.created_at, Memory.memory_id) < tuple_(*before)
+            )
+        statement = statement.order_by(Memory.created_at.desc(), Memory.memory_id.desc())
+        rows = await self.db.execute(statement.limit(limit))
+        return [_memory(row) for row in rows.all()]
+
+    async def get(self, memory_id: uuid.UUID) -> StoredMemory | None:
+        row = (
+            await self.db.execute(
+                select(*_MEMORY_COLUMNS).where(*self._visible(), Memory.memory_id == memory_id)
+            )
+        ).first()
+        return None if row is None else _memory(row)
+
+    async def events(self, memory_id: uuid.UUID) -> list[StoredEvent]:
+        """Every event of the memory, or naming it (a memory it superseded), oldest first."""
+        rows = await self.db.execute(
+            select(*_EVENT_COLUMNS)
+            .where(
+                *self._visible_events(),
+                or_(
+                    MemoryEvent.memory_id == memory_id,
+                    MemoryEvent.related_memory_id == memory_id,
+                ),
+            )
+            .order_by(MemoryEvent.event_id)
+        )
+        return [_event(row) for row in rows.all()]
+
+    async def produced_by(
+        self, agent_session_id: uuid.UUID, archive_seq: int
+    ) -> list[ProducedMemory]:
+        """The changes archive ``archive_seq`` made, each with its memory as it is now."""
+        rows = await self.db.execute(
+            select(
+                MemoryEvent.event,
+                MemoryEvent.memory_id.label("changed_id"),
+                MemoryEvent.source_seqs.label("event_seqs"),
+                *_MEMORY_COLUMNS,
+            )
+            .outerjoin(
+                Memory,
+                (Memory.tenant_id == MemoryEvent.tenant_id)
+                & (Memory.memory_id == MemoryEvent.memory_id),
+            )
+            .where(
+                *self._visible_events(),
+                MemoryEvent.agent_session_id == agent_session_id,
+                MemoryEvent.archive_seq == archive_seq,
+            )
+            .order_by(MemoryEvent.event_id)
+        )
+        return [
+            ProducedMemory(
+                event=row.event,
+                memory_id=row.changed_id,
+                source_seqs=tuple(row.event_seqs),
+                memory=None if row.memory_id is None else _memory(row),
+            )
+            for row in rows.all()
+        ]
+
+    # --- erasure -----------------------------------------------------------------------------
+
+    async def delete(
+        self, *, memory_id: uuid.UUID | None = None, agent_session_id: uuid.UUID | None = None
+    ) -> list[tuple[uuid.UUID, str | None]]:
+        """Remove one visible memory, or every memory an agent session's archives added or
+        restated (its current text, or an earlier one, came from that agent session); returns
+        the ids and users of the removed rows (vector and text go with them)."""
+        statement = delete(Memory).where(*self._visible())
+        if memory_id is not None:
+            statement = statement.where(Memory.memory_id == memory_id)
+        if agent_session_id is not None:
+            changed = select(MemoryEvent.memory_id).where(
+                MemoryEvent.tenant_id == self.scope.tenant_id,
+                MemoryEvent.agent_session_id == agent_session_id,
+            )
+            statement = statement.where(
+                or_(Memory.agent_session_id == agent_session_id, Memory.memory_id.in_(changed))
+            )
+        rows = await self.db.execute(statement.returning(Memory.memory_id, Memory.user_id))
+        return [(row.memory_id, row.user_id) for row in rows.all()]
+
+    async def scrub_events(
+        self, memory_ids: Sequence[uuid.UUID], agent_session_id: uuid.UUID | None = None
+    ) -> None:
+        """Events keep no content of erased memories (nor any content an erased agent session's
+        archives brought in): only ids remain."""
+        touched: list[ColumnElement[bool]] = [
+            MemoryEvent.memory_id.in_(memory_ids),
+            MemoryEvent.related_memory_id.in_(memory_ids),
+        ]
+        if agent_session_id is not None:
+            touched.append(MemoryEvent.agent_session_id == agent_session_id)
+        await self.db.execute(
+            update(MemoryEvent)
+            .where(MemoryEvent.tenant_id == self.scope.tenant_id, or_(*touched))
+            .values(old_content=None, new_content=None)
+        )
+
+    # --- re-embedding ------------------------------------------------------------------------
+
+    async def count_stale(self, model: str) -> int:
+        result = await self.db.execute(
+            select(func.count())
+            .select_from(Memory)
+            .where(Memory.tenant_id == self.scope.tenant_id, Memory.embedding_model != model)
+        )
+        return result.scalar_one()
+
+    async def stale(
+        self, model: str, *, after: uuid.UUID | None, limit: int
+    ) -> list[tuple[uuid.UUID, str]]:
+        """Memories not embedded by ``model``, by id after ``after``: ``(memory_id, content)``."""
+        statement = select(Memory.memory_id, Memory.content).where(
+            Memory.tenant_id == self.scope.tenant_id, Memory.embedding_model != model
+        )
+        if after is not None:
+            statement = statement.where(Memory.memory_id > after)
+        rows = await self.db.execute(statement.order_by(Memory.memory_id).limit(limit))
+        return [(row.memory_id, row.content) for row in rows.all()]
+
+    async def set_embedding(
+        self, memory_id: uuid.UUID, content: str, vector: Sequence[float], model: str
+    ) -> bool:
+        """Store the new vector unless the memory changed since it was read."""
+        result = await self.db.execute(
+            update(Memory)
+            .where(
+                Memory.tenant_id == self.scope.tenant_id,
+                Memory.memory_id == memory_id,
+                Memory.content == content,
+            )
+            .values(embedding=list(vector), embedding_model=model)
+            .returning(Memory.memory_id)
+        )
+        return result.first() is not None
