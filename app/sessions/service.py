@@ -17,6 +17,7 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.errors import Conflict, Forbidden, InvalidInput, NotFound, PayloadTooLarge
+from app.memories.service import MemoryService
 from app.models import AgentSession
 from app.sessions.pending import advance_pending, leaving_seqs
 from app.sessions.records import NewestArchive, StoredMessage
@@ -137,6 +138,10 @@ class AgentSessionService:
         return rows[:limit], encode_cursor(last.created_at, last.agent_session_id)
 
     async def delete(self, agent_session_id: uuid.UUID) -> None:
+        """Delete the agent session and everything derived from it; its long-term memories are
+        erased first (rows removed, events left with ids only), in the same transaction."""
+        await self.get(agent_session_id, lock=True)
+        await MemoryService(self.db, self.principal).erase_agent_session(agent_session_id)
         if not await self.agent_sessions.delete(agent_session_id):
             raise NotFound(f"agent session {agent_session_id} not found")
 
