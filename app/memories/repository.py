@@ -13,31 +13,24 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from pgvector.sqlalchemy import VECTOR
 from sqlalchemy import (
     ColumnElement,
-    Float,
-    Text,
-    bindparam,
     case,
-    cast,
     delete,
     func,
     insert,
-    literal,
     or_,
     select,
     text,
     tuple_,
-    union_all,
     update,
 )
-from sqlalchemy.dialects.postgresql import TSQUERY
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.db import driver
 from app.memories.changes import Existing
-from app.memories.ranking import Candidates
-from app.memories.records import ProducedMemory, StoredEvent, StoredMemory
+from app.memories.ranking import RRF_K, SCORE_DIGITS
+from app.memories.records import ProducedMemory, SearchHit, StoredEvent, StoredMemory
 from app.models import Memory, MemoryEvent
 from app.tenancy.principal import Scope
 
@@ -86,23 +79,81 @@ async def column_dimension(db: AsyncSession) -> int | None:
     return None if found is None or found < 1 else int(found)
 
 
-def _memory(row: Any) -> StoredMemory:
+def _vector_text(vector: Sequence[float]) -> str:
+    return "[" + ",".join(map(str, vector)) + "]"
+
+
+# One statement: each retriever is ORDER BY … LIMIT on its own index — HNSW for the vector, GIN
+# for the text (websearch syntax: all words, "quoted phrases", or, -word) through
+# memory_text_candidates, which the schema's revision explains — then reciprocal rank fusion,
+# the min_score cut on the rounded cosine similarity, ties by recency and id, and only the final
+# rows are read. Only like vectors are compared; both retrievers see the same rows (the tenant,
+# the key's user, the filters, current memories unless asked).
+_SEARCH = """
+WITH by_vector AS (
+    SELECT memory_id, row_number() OVER (ORDER BY distance, memory_id) AS rank
+    FROM (
+        SELECT memory_id, embedding <=> %(vector)s::vector AS distance
+        FROM memories
+        WHERE tenant_id = %(tenant_id)s AND embedding_model = %(model)s
+          AND (%(include_superseded)s OR superseded_by IS NULL)
+          AND (%(bound_user)s::text IS NULL OR user_id = %(bound_user)s::text)
+          AND (%(user_id)s::text IS NULL OR user_id = %(user_id)s::text)
+          AND (%(category)s::text IS NULL OR category = %(category)s::text)
+        ORDER BY embedding <=> %(vector)s::vector
+        LIMIT %(per_retriever)s
+    ) AS nearest
+), by_text AS (
+    SELECT memory_id, row_number() OVER (ORDER BY text_rank DESC, memory_id) AS rank
+    FROM memory_text_candidates(
+        %(query)s::text, %(per_retriever)s::integer, %(model)s::text, %(bound_user)s::text,
+        %(user_id)s::text, %(category)s::text, %(include_superseded)s::boolean)
+), fused AS (
+    SELECT memory_id, min(vector_rank) AS vector_rank, min(text_rank) AS text_rank,
+           sum(1.0::float8 / (%(rrf_k)s + rank)) AS fused
+    FROM (
+        SELECT memory_id, rank AS vector_rank, NULL::bigint AS text_rank, rank FROM by_vector
+        UNION ALL
+        SELECT memory_id, NULL::bigint, rank, rank FROM by_text
+    ) AS ranked
+    GROUP BY memory_id
+), scored AS (
+    SELECT f.*, round((1 - (m.embedding <=> %(vector)s::vector))::numeric, %(digits)s) AS score,
+           m.memory_id AS id, m.user_id, m.agent_id, m.category, m.slot, m.slot_value,
+           m.content, m.confidence, m.agent_session_id, m.archive_seq, m.source_seqs,
+           m.embedding_model, m.superseded_by, m.created_at, m.updated_at
+    FROM fused f
+    JOIN memories m ON m.tenant_id = %(tenant_id)s AND m.memory_id = f.memory_id
+)
+SELECT vector_rank, text_rank, fused, score, id, user_id, agent_id, category, slot, slot_value,
+       content, confidence, agent_session_id, archive_seq, source_seqs, embedding_model,
+       superseded_by, created_at, updated_at
+FROM scored
+WHERE score >= %(min_score)s
+ORDER BY fused DESC, updated_at DESC, id
+LIMIT %(limit)s
+"""
+
+
+def _memory_at(row: Sequence[Any], start: int) -> StoredMemory:
+    """The ``StoredMemory`` of a driver row whose memory columns begin at ``start``."""
+    values = row[start:]
     return StoredMemory(
-        memory_id=row.memory_id,
-        user_id=row.user_id,
-        agent_id=row.agent_id,
-        category=row.category,
-        slot=row.slot,
-        slot_value=row.slot_value,
-        content=row.content,
-        confidence=row.confidence,
-        agent_session_id=row.agent_session_id,
-        archive_seq=row.archive_seq,
-        source_seqs=tuple(row.source_seqs),
-        embedding_model=row.embedding_model,
-        superseded_by=row.superseded_by,
-        created_at=row.created_at,
-        updated_at=row.updated_at,
+        memory_id=values[0],
+        user_id=values[1],
+        agent_id=values[2],
+        category=values[3],
+        slot=values[4],
+        slot_value=values[5],
+        content=values[6],
+        confidence=values[7],
+        agent_session_id=values[8],
+        archive_seq=values[9],
+        source_seqs=tuple(values[10]),
+        embedding_model=values[11],
+        superseded_by=values[12],
+        created_at=values[13],
+        updated_at=values[14],
     )
 
 
@@ -226,7 +277,7 @@ class MemoryRepository:
 
     # --- search and reads --------------------------------------------------------------------
 
-    async def candidates(
+    async def search(
         self,
         *,
         query: str,
@@ -236,58 +287,39 @@ class MemoryRepository:
         user_id: str | None,
         category: str | None,
         include_superseded: bool,
-    ) -> Candidates:
-        """The vector top-``per_retriever`` (HNSW, cosine) and the full-text top-``per_retriever``
-        of the visible memories, in one statement, each with its cosine similarity."""
-        query_vector = bindparam("query_vector", list(vector), type_=VECTOR())
-        filters = [*self._visible(), Memory.embedding_model == model]
-        if user_id is not None:
-            filters.append(Memory.user_id == user_id)
-        if category is not None:
-            filters.append(Memory.category == category)
-        if not include_superseded:
-            filters.append(Memory.superseded_by.is_(None))
-        distance = Memory.embedding.op("<=>", return_type=Float)(query_vector)
-        # Any of the query's words may match (OR): a paraphrase rarely repeats all of them.
-        words = cast(
-            func.replace(cast(func.plainto_tsquery("english", query), Text), " & ", " | "),
-            TSQUERY,
+        min_score: float,
+        limit: int,
+    ) -> list[SearchHit]:
+        """Hybrid search of the visible memories made by embedder ``model``, best first, on the
+        driver connection (it runs per search and per recall: see ``docs/database.md``)."""
+        cursor = await (await driver(self.db)).execute(
+            _SEARCH,
+            {
+                "tenant_id": self.scope.tenant_id,
+                "bound_user": self.scope.user_id,
+                "user_id": user_id,
+                "category": category,
+                "include_superseded": include_superseded,
+                "model": model,
+                "vector": _vector_text(vector),
+                "query": query,
+                "per_retriever": per_retriever,
+                "rrf_k": RRF_K,
+                "digits": SCORE_DIGITS,
+                "min_score": min_score,
+                "limit": limit,
+            },
         )
-        text_rank = func.ts_rank_cd(Memory.content_tsv, words)
-        by_vector = (
-            select(Memory.memory_id, literal("v").label("kind"), distance.label("position"))
-            .where(*filters)
-            .order_by(distance)
-            .limit(per_retriever)
-        )
-        by_text = (
-            select(Memory.memory_id, literal("t").label("kind"), (-text_rank).label("position"))
-            .where(*filters, Memory.content_tsv.op("@@")(words))
-            .order_by(text_rank.desc(), Memory.memory_id)
-            .limit(per_retriever)
-        )
-        found = union_all(by_vector.subquery().select(), by_text.subquery().select()).subquery()
-        similarity = 1.0 - Memory.embedding.op("<=>", return_type=Float)(query_vector)
-        rows = (
-            await self.db.execute(
-                select(
-                    found.c.kind, found.c.position, similarity.label("similarity"), *_MEMORY_COLUMNS
-                )
-                .join(
-                    Memory,
-                    (Memory.tenant_id == self.scope.tenant_id)
-                    & (Memory.memory_id == found.c.memory_id),
-                )
-                .order_by(found.c.kind, found.c.position, Memory.memory_id)
+        return [
+            SearchHit(
+                memory=_memory_at(row, 4),
+                score=float(row[3]),
+                vector_rank=row[0],
+                text_rank=row[1],
+                fused=round(row[2], 8),
             )
-        ).all()
-        memories = {row.memory_id: _memory(row) for row in rows}
-        return Candidates(
-            vector=[row.memory_id for row in rows if row.kind == "v"],
-            text=[row.memory_id for row in rows if row.kind == "t"],
-            memories=memories,
-            similarity={row.memory_id: float(row.similarity) for row in rows},
-        )
+            for row in await cursor.fetchall()
+        ]
 
     async def page(
         self,
@@ -315,7 +347,7 @@ class MemoryRepository:
             )
         statement = statement.order_by(Memory.created_at.desc(), Memory.memory_id.desc())
         rows = await self.db.execute(statement.limit(limit))
-        return [_memory(row) for row in rows.all()]
+        return [_memory_at(row, 0) for row in rows.all()]
 
     async def get(self, memory_id: uuid.UUID) -> StoredMemory | None:
         row = (
@@ -323,7 +355,7 @@ class MemoryRepository:
                 select(*_MEMORY_COLUMNS).where(*self._visible(), Memory.memory_id == memory_id)
             )
         ).first()
-        return None if row is None else _memory(row)
+        return None if row is None else _memory_at(row, 0)
 
     async def events(self, memory_id: uuid.UUID) -> list[StoredEvent]:
         """Every event of the memory, or naming it (a memory it superseded), oldest first."""
@@ -368,7 +400,7 @@ class MemoryRepository:
                 event=row.event,
                 memory_id=row.changed_id,
                 source_seqs=tuple(row.event_seqs),
-                memory=None if row.memory_id is None else _memory(row),
+                memory=None if row.memory_id is None else _memory_at(row, 3),
             )
             for row in rows.all()
         ]

@@ -20,7 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.errors import InvalidInput, NotFound, Unavailable
 from app.memories.embedding import Embedder, EmbeddingError, dimension_problem
-from app.memories.ranking import fuse, newest_first_among_conflicts
+from app.memories.ranking import newest_first_among_conflicts
 from app.memories.records import (
     EventKind,
     ProducedMemory,
@@ -114,18 +114,20 @@ class MemoryService:
         limit: int = 5,
         min_score: float = 0.0,
         include_superseded: bool = False,
+        per_retriever: int | None = None,
     ) -> list[SearchHit]:
         """Vector top-k fused with full-text rank by reciprocal rank fusion; ``min_score`` is
-        compared with each hit's cosine similarity to the query."""
+        compared with each hit's cosine similarity to the query. Each retriever contributes
+        ``per_retriever`` candidates (default: 40, or 4 × ``limit`` when more)."""
         require_storable(user_id=user_id)
         if not any(query.vector):
             # No content word in the query: nothing to compare, and nothing to match as text.
             return []
-        per_retriever = max(CANDIDATES_PER_RETRIEVER, 4 * limit)
+        per_retriever = per_retriever or max(CANDIDATES_PER_RETRIEVER, 4 * limit)
         if per_retriever > CANDIDATES_PER_RETRIEVER:
             # The HNSW scan returns at most ef_search rows; widen it for larger requests.
             await self.db.execute(text(f"SET LOCAL hnsw.ef_search = {int(per_retriever)}"))
-        candidates = await self.memories.candidates(
+        return await self.memories.search(
             query=query.text,
             vector=query.vector,
             model=query.embedding_model,
@@ -133,8 +135,9 @@ class MemoryService:
             user_id=user_id,
             category=category,
             include_superseded=include_superseded,
+            min_score=min_score,
+            limit=limit,
         )
-        return fuse(candidates, min_score=min_score, limit=limit)
 
     async def recall(
         self, query: MemoryQuery, *, user_id: str | None, limit: int, min_score: float

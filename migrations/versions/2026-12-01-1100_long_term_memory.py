@@ -4,7 +4,8 @@ archive's report of what extraction did.
 ``memories`` holds durable facts about a user (profile, preference, entity, event, lesson), each
 with its source archive and message seqs, an embedding in ``vector(dim)`` searched through an
 HNSW index (``vector_cosine_ops``), the embedder that produced it, and a generated ``tsvector``
-under a GIN index. ``memory_events`` is the append-only audit of every change (ADD, UPDATE,
+under a GIN index, searched through ``memory_text_candidates`` (a tenant-restricted
+``SECURITY DEFINER`` function, so that row-level security does not keep the index unused). ``memory_events`` is the append-only audit of every change (ADD, UPDATE,
 SUPERSEDE, DELETE); it keeps only ids once a memory is erased, so it has no foreign key to
 ``memories``. ``archives.memories`` is the extraction report of each archive.
 
@@ -215,6 +216,9 @@ def upgrade() -> None:
         ["tenant_id", "agent_session_id", "archive_seq"],
         unique=False,
     )
+    op.execute(TEXT_CANDIDATES_FUNCTION)
+    op.execute(f"REVOKE ALL ON FUNCTION {TEXT_CANDIDATES} FROM PUBLIC")
+    op.execute(f"GRANT EXECUTE ON FUNCTION {TEXT_CANDIDATES} TO {APP_ROLE}")
     for table in ("memories", "memory_events"):
         op.execute(f"ALTER TABLE {table} ENABLE ROW LEVEL SECURITY")
         op.execute(f"ALTER TABLE {table} FORCE ROW LEVEL SECURITY")
@@ -225,8 +229,49 @@ def upgrade() -> None:
         op.execute(f"GRANT SELECT, INSERT, UPDATE, DELETE ON {table} TO {APP_ROLE}")
 
 
+TEXT_CANDIDATES = "memory_text_candidates(text, integer, text, text, text, text, boolean)"
+
+# Row-level security keeps Postgres from using the GIN index for `@@`: its function is not
+# leakproof, so under a policy it is only ever evaluated after the policy, row by row. This
+# function runs as its owner (which row-level security does not restrict when it is a superuser
+# or has BYPASSRLS) and restricts itself to the transaction's tenant, so the index serves the
+# full-text retriever; with any other owner the policy still applies and only speed is lost.
+TEXT_CANDIDATES_FUNCTION = f"""
+CREATE FUNCTION memory_text_candidates(
+    query text, k integer, model text, bound_user text, wanted_user text, wanted_category text,
+    with_superseded boolean
+) RETURNS TABLE (memory_id uuid, text_rank real)
+LANGUAGE plpgsql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, public
+AS $$
+BEGIN
+    -- At most 5 k matches are ranked: words common enough to match more say little about
+    -- which memory is meant (the vector retriever covers those), and ranking every match of
+    -- a common word would cost time in proportion to the table.
+    RETURN QUERY
+    SELECT found.memory_id, ts_rank_cd(found.content_tsv, words)
+    FROM (
+        SELECT m.memory_id, m.content_tsv
+        FROM public.memories m
+        WHERE m.tenant_id = {CURRENT_TENANT}
+          AND m.content_tsv @@ websearch_to_tsquery('english', query)
+          AND m.embedding_model = model
+          AND (with_superseded OR m.superseded_by IS NULL)
+          AND (bound_user IS NULL OR m.user_id = bound_user)
+          AND (wanted_user IS NULL OR m.user_id = wanted_user)
+          AND (wanted_category IS NULL OR m.category = wanted_category)
+        LIMIT 5 * k
+    ) AS found, websearch_to_tsquery('english', query) AS words
+    ORDER BY 2 DESC, found.memory_id
+    LIMIT k;
+END
+$$
+"""
+
+
 def downgrade() -> None:
     op.execute("SET LOCAL lock_timeout = '5s'")
+    op.execute(f"DROP FUNCTION {TEXT_CANDIDATES}")
     op.drop_index("ix_memory_events_tenant_id_agent_session_id", table_name="memory_events")
     op.drop_index("ix_memory_events_tenant_id_related_memory_id", table_name="memory_events")
     op.drop_index("ix_memory_events_tenant_id_memory_id", table_name="memory_events")

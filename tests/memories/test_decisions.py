@@ -1,4 +1,4 @@
-"""The pure decisions of long-term memory: value filter, ADD/UPDATE/SUPERSEDE, fusion order."""
+"""The pure decisions of long-term memory: value filter, ADD/UPDATE/SUPERSEDE, recall order."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 
 from app.memories.candidates import ValueConfig, merge_repeats, value_filter
 from app.memories.changes import Existing, decide
-from app.memories.ranking import Candidates, fuse, newest_first_among_conflicts
+from app.memories.ranking import newest_first_among_conflicts
 from app.memories.records import (
     Candidate,
     Category,
@@ -152,7 +152,7 @@ def test_only_preferences_and_profile_facts_can_contradict(category: Category) -
     assert change.kind is EventKind.ADD
 
 
-# --- fusion ------------------------------------------------------------------------------------
+# --- recall order --------------------------------------------------------------------------------
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 
@@ -166,53 +166,6 @@ def stored(
         memory_id, "u1", None, category, slot, None, name, 0.8, uuid.uuid4(), 1, (1,),
         "hashing:v1:384", None, moment, moment,
     )  # fmt: skip
-
-
-def candidates(
-    vector: list[StoredMemory], text: list[StoredMemory], scores: dict[str, float]
-) -> Candidates:
-    memories = {m.memory_id: m for m in [*vector, *text]}
-    return Candidates(
-        vector=[m.memory_id for m in vector],
-        text=[m.memory_id for m in text],
-        memories=memories,
-        similarity={memory_id: scores[m.content] for memory_id, m in memories.items()},
-    )
-
-
-def test_a_memory_both_retrievers_found_ranks_first() -> None:
-    a, b, c = stored("a"), stored("b"), stored("c")
-    found = candidates([a, b], [c, b], {"a": 0.9, "b": 0.8, "c": 0.5})
-    hits = fuse(found, min_score=0.0, limit=10)
-    assert [h.memory.content for h in hits] == ["b", "a", "c"]
-    assert [(h.vector_rank, h.text_rank) for h in hits] == [(2, 2), (1, None), (None, 1)]
-    assert hits[0].fused == pytest.approx(2 / 62)
-    assert hits[1].fused == pytest.approx(1 / 61)
-
-
-def test_equal_ranks_are_ordered_by_recency_then_id() -> None:
-    old, new = stored("old", age_s=60), stored("new")
-    twin_a, twin_b = stored("twin-a", age_s=30), stored("twin-b", age_s=30)
-    found = candidates([old, twin_a], [new, twin_b], {"old": 1, "new": 1, "twin-a": 1, "twin-b": 1})
-    hits = fuse(found, min_score=0.0, limit=10)
-    twins = sorted([twin_a, twin_b], key=lambda m: str(m.memory_id))
-    assert [h.memory for h in hits] == [new, old, *twins]
-
-
-@pytest.mark.parametrize(
-    ("min_score", "expected"),
-    [(0.49, ["a", "b"]), (0.5, ["a", "b"]), (0.51, ["a"])],
-)
-def test_min_score_cuts_on_similarity(min_score: float, expected: list[str]) -> None:
-    a, b = stored("a"), stored("b")
-    found = candidates([a, b], [], {"a": 0.9, "b": 0.5})
-    assert [h.memory.content for h in fuse(found, min_score=min_score, limit=10)] == expected
-
-
-@pytest.mark.parametrize("limit", [1, 2, 3])
-def test_limit(limit: int) -> None:
-    found = candidates([stored(name) for name in "abc"], [], {"a": 0.9, "b": 0.8, "c": 0.7})
-    assert len(fuse(found, min_score=0.0, limit=limit)) == limit
 
 
 def hit(memory: StoredMemory) -> SearchHit:
