@@ -5,9 +5,10 @@ archive's report of what extraction did.
 with its source archive and message seqs, an embedding in ``vector(dim)`` searched through an
 HNSW index (``vector_cosine_ops``), the embedder that produced it, and a generated ``tsvector``
 under a GIN index, searched through ``memory_text_candidates`` (a tenant-restricted
-``SECURITY DEFINER`` function, so that row-level security does not keep the index unused). ``memory_events`` is the append-only audit of every change (ADD, UPDATE,
-SUPERSEDE, DELETE); it keeps only ids once a memory is erased, so it has no foreign key to
-``memories``. ``archives.memories`` is the extraction report of each archive.
+``SECURITY DEFINER`` function, so that row-level security does not keep the index unused).
+``memory_events`` is the append-only audit of every change (ADD, UPDATE, SUPERSEDE, DELETE); it
+keeps only ids once a memory is erased, so it has no foreign key to ``memories``.
+``archives.memories`` is the extraction report of each archive.
 
 The vector dimension is fixed here, from ``WORKMEM_EMBEDDING_DIM`` (default 384), read from the
 environment by the revision itself; the service refuses to start when its embedder's dimension
