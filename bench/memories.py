@@ -42,6 +42,7 @@ from tests.support.postgres import PostgresForTests
 SIZES = (10_000, 100_000)
 QUERIES = 200
 K = 10
+WIDE_EF_SEARCH = 200
 
 COLUMNS = (
     "tenant_id, memory_id, user_id, agent_id, category, slot, slot_value, content, confidence,"
@@ -106,6 +107,13 @@ def raw_search(connection: psycopg.Connection[Any], vector: Vector) -> tuple[flo
     return time.perf_counter() - started, found
 
 
+def raw_ids_at(connection: psycopg.Connection[Any], vector: Vector, ef_search: int) -> list[Any]:
+    """The raw HNSW top K with a wider ``hnsw.ef_search`` (untimed: what recall it buys)."""
+    with connection.transaction():
+        connection.execute(f"SET LOCAL hnsw.ef_search = {int(ef_search)}")
+        return [row[0] for row in connection.execute(RAW, (vector,)).fetchall()]
+
+
 def recall_at_k(
     connection: psycopg.Connection[Any], vector: Vector, found: list[Any]
 ) -> tuple[float, float]:
@@ -155,12 +163,15 @@ async def empty_transaction(database: Database, principal: Principal) -> float:
 async def service_vector_ids(
     database: Database, principal: Principal, embedder: Embedder, query: str
 ) -> list[Any]:
-    """The service's vector retriever, best first: every candidate's vector rank, read back
-    through a search wide enough to return them all."""
+    """The service's vector retriever as the timed search uses it (40 candidates, pgvector's
+    default ``ef_search``), best first: read back through a search returning every candidate."""
     memory_query = await embed_query(embedder, query)
     async with database.tenant(principal.tenant_id) as db:
         hits = await MemoryService(db, principal).search(
-            memory_query, limit=2 * CANDIDATES_PER_RETRIEVER, min_score=-1.0
+            memory_query,
+            limit=2 * CANDIDATES_PER_RETRIEVER,
+            min_score=-1.0,
+            per_retriever=CANDIDATES_PER_RETRIEVER,
         )
     ranked = sorted(
         (h for h in hits if h.vector_rank is not None), key=lambda h: h.vector_rank or 0
@@ -188,6 +199,7 @@ class Setup:
     transaction: list[float] = field(default_factory=list)
     recall_raw: list[tuple[float, float]] = field(default_factory=list)
     recall_service: list[tuple[float, float]] = field(default_factory=list)
+    recall_wide: list[tuple[float, float]] = field(default_factory=list)
 
     @property
     def principal(self) -> Principal:
@@ -220,6 +232,9 @@ class Setup:
             ),
             "distance_ratio_at_10_service_vector": round(
                 statistics.mean(d for _, d in self.recall_service), 4
+            ),
+            f"recall_at_10_raw_hnsw_ef_search_{WIDE_EF_SEARCH}": round(
+                statistics.mean(r for r, _ in self.recall_wide), 4
             ),
         }
 
@@ -274,6 +289,8 @@ async def measure(
                     setup.database, setup.principal, setup.embedder, text
                 )
                 setup.recall_service.append(recall_at_k(setup.connection, vector, service_ids))
+                wide = raw_ids_at(setup.connection, vector, WIDE_EF_SEARCH)
+                setup.recall_wide.append(recall_at_k(setup.connection, vector, wide))
         return {
             "queries": queries,
             "k": K,

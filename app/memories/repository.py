@@ -27,7 +27,6 @@ from sqlalchemy import (
 )
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.db import driver
 from app.memories.changes import Existing
 from app.memories.ranking import RRF_K, SCORE_DIGITS
 from app.memories.records import ProducedMemory, SearchHit, StoredEvent, StoredMemory
@@ -88,51 +87,58 @@ def _vector_text(vector: Sequence[float]) -> str:
 # memory_text_candidates, which the schema's revision explains — then reciprocal rank fusion,
 # the min_score cut on the rounded cosine similarity, ties by recency and id, and only the final
 # rows are read. Only like vectors are compared; both retrievers see the same rows (the tenant,
-# the key's user, the filters, current memories unless asked).
-_SEARCH = """
+# the key's user, the filters, current memories unless asked). Text SQL, as the claim of the
+# archive worker is: CTEs, window functions and a set-returning function read best as written.
+_SEARCH = text(
+    """
 WITH by_vector AS (
-    SELECT memory_id, row_number() OVER (ORDER BY distance, memory_id) AS rank
+    SELECT memory_id, 1 - distance AS similarity, updated_at,
+           row_number() OVER (ORDER BY distance, memory_id) AS rank
     FROM (
-        SELECT memory_id, embedding <=> %(vector)s::vector AS distance
+        SELECT memory_id, updated_at, embedding <=> CAST(:vector AS vector) AS distance
         FROM memories
-        WHERE tenant_id = %(tenant_id)s AND embedding_model = %(model)s
-          AND (%(include_superseded)s OR superseded_by IS NULL)
-          AND (%(bound_user)s::text IS NULL OR user_id = %(bound_user)s::text)
-          AND (%(user_id)s::text IS NULL OR user_id = %(user_id)s::text)
-          AND (%(category)s::text IS NULL OR category = %(category)s::text)
-        ORDER BY embedding <=> %(vector)s::vector
-        LIMIT %(per_retriever)s
+        WHERE tenant_id = :tenant_id AND embedding_model = :model
+          AND (:include_superseded OR superseded_by IS NULL)
+          AND (CAST(:bound_user AS text) IS NULL OR user_id = CAST(:bound_user AS text))
+          AND (CAST(:user_id AS text) IS NULL OR user_id = CAST(:user_id AS text))
+          AND (CAST(:category AS text) IS NULL OR category = CAST(:category AS text))
+        ORDER BY embedding <=> CAST(:vector AS vector)
+        LIMIT :per_retriever
     ) AS nearest
 ), by_text AS (
-    SELECT memory_id, row_number() OVER (ORDER BY text_rank DESC, memory_id) AS rank
+    SELECT memory_id, similarity, updated_at,
+           row_number() OVER (ORDER BY text_rank DESC, memory_id) AS rank
     FROM memory_text_candidates(
-        %(query)s::text, %(per_retriever)s::integer, %(model)s::text, %(bound_user)s::text,
-        %(user_id)s::text, %(category)s::text, %(include_superseded)s::boolean)
+        CAST(:query AS text), CAST(:vector AS vector), CAST(:per_retriever AS integer),
+        CAST(:model AS text), CAST(:bound_user AS text), CAST(:user_id AS text),
+        CAST(:category AS text), CAST(:include_superseded AS boolean))
 ), fused AS (
     SELECT memory_id, min(vector_rank) AS vector_rank, min(text_rank) AS text_rank,
-           sum(1.0::float8 / (%(rrf_k)s + rank)) AS fused
+           sum(1.0::float8 / (:rrf_k + rank)) AS fused,
+           round(max(similarity)::numeric, :digits) AS score, max(updated_at) AS updated_at
     FROM (
-        SELECT memory_id, rank AS vector_rank, NULL::bigint AS text_rank, rank FROM by_vector
+        SELECT memory_id, rank AS vector_rank, NULL::bigint AS text_rank, rank, similarity,
+               updated_at
+        FROM by_vector
         UNION ALL
-        SELECT memory_id, NULL::bigint, rank, rank FROM by_text
+        SELECT memory_id, NULL::bigint, rank, rank, similarity, updated_at FROM by_text
     ) AS ranked
     GROUP BY memory_id
-), scored AS (
-    SELECT f.*, round((1 - (m.embedding <=> %(vector)s::vector))::numeric, %(digits)s) AS score,
-           m.memory_id AS id, m.user_id, m.agent_id, m.category, m.slot, m.slot_value,
-           m.content, m.confidence, m.agent_session_id, m.archive_seq, m.source_seqs,
-           m.embedding_model, m.superseded_by, m.created_at, m.updated_at
-    FROM fused f
-    JOIN memories m ON m.tenant_id = %(tenant_id)s AND m.memory_id = f.memory_id
+), best AS (
+    SELECT * FROM fused
+    WHERE score >= :min_score
+    ORDER BY fused DESC, updated_at DESC, memory_id
+    LIMIT :limit
 )
-SELECT vector_rank, text_rank, fused, score, id, user_id, agent_id, category, slot, slot_value,
-       content, confidence, agent_session_id, archive_seq, source_seqs, embedding_model,
-       superseded_by, created_at, updated_at
-FROM scored
-WHERE score >= %(min_score)s
-ORDER BY fused DESC, updated_at DESC, id
-LIMIT %(limit)s
+SELECT b.vector_rank, b.text_rank, b.fused, b.score,
+       m.memory_id, m.user_id, m.agent_id, m.category, m.slot, m.slot_value, m.content,
+       m.confidence, m.agent_session_id, m.archive_seq, m.source_seqs, m.embedding_model,
+       m.superseded_by, m.created_at, m.updated_at
+FROM best b
+JOIN memories m ON m.tenant_id = :tenant_id AND m.memory_id = b.memory_id
+ORDER BY b.fused DESC, b.updated_at DESC, b.memory_id
 """
+)
 
 
 def _memory_at(row: Sequence[Any], start: int) -> StoredMemory:
@@ -290,9 +296,8 @@ class MemoryRepository:
         min_score: float,
         limit: int,
     ) -> list[SearchHit]:
-        """Hybrid search of the visible memories made by embedder ``model``, best first, on the
-        driver connection (it runs per search and per recall: see ``docs/database.md``)."""
-        cursor = await (await driver(self.db)).execute(
+        """Hybrid search of the visible memories made by embedder ``model``, best first."""
+        result = await self.db.execute(
             _SEARCH,
             {
                 "tenant_id": self.scope.tenant_id,
@@ -318,7 +323,7 @@ class MemoryRepository:
                 text_rank=row[1],
                 fused=round(row[2], 8),
             )
-            for row in await cursor.fetchall()
+            for row in result.all()
         ]
 
     async def page(

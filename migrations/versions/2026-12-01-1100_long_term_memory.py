@@ -230,29 +230,33 @@ def upgrade() -> None:
         op.execute(f"GRANT SELECT, INSERT, UPDATE, DELETE ON {table} TO {APP_ROLE}")
 
 
-TEXT_CANDIDATES = "memory_text_candidates(text, integer, text, text, text, text, boolean)"
+TEXT_CANDIDATES = "memory_text_candidates(text, vector, integer, text, text, text, text, boolean)"
 
 # Row-level security keeps Postgres from using the GIN index for `@@`: its function is not
 # leakproof, so under a policy it is only ever evaluated after the policy, row by row. This
 # function runs as its owner (which row-level security does not restrict when it is a superuser
 # or has BYPASSRLS) and restricts itself to the transaction's tenant, so the index serves the
 # full-text retriever; with any other owner the policy still applies and only speed is lost.
+# One generic plan: the words vary, the shape of the plan does not, and planning each call
+# would cost more than the lookup.
 TEXT_CANDIDATES_FUNCTION = f"""
 CREATE FUNCTION memory_text_candidates(
-    query text, k integer, model text, bound_user text, wanted_user text, wanted_category text,
-    with_superseded boolean
-) RETURNS TABLE (memory_id uuid, text_rank real)
+    query text, query_vector vector, k integer, model text, bound_user text, wanted_user text,
+    wanted_category text, with_superseded boolean
+) RETURNS TABLE (memory_id uuid, text_rank real, similarity float8, updated_at timestamptz)
 LANGUAGE plpgsql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, public
+SET plan_cache_mode = force_generic_plan
 AS $$
 BEGIN
     -- At most 5 k matches are ranked: words common enough to match more say little about
     -- which memory is meant (the vector retriever covers those), and ranking every match of
     -- a common word would cost time in proportion to the table.
     RETURN QUERY
-    SELECT found.memory_id, ts_rank_cd(found.content_tsv, words)
+    SELECT found.memory_id, ts_rank_cd(found.content_tsv, words),
+           1 - (found.embedding <=> query_vector), found.updated_at
     FROM (
-        SELECT m.memory_id, m.content_tsv
+        SELECT m.memory_id, m.content_tsv, m.embedding, m.updated_at
         FROM public.memories m
         WHERE m.tenant_id = {CURRENT_TENANT}
           AND m.content_tsv @@ websearch_to_tsquery('english', query)
