@@ -137,8 +137,9 @@ def build_worker(
     settings: Settings,
     database: Database,
     generator: WorkingMemoryGenerator,
-    memories: MemoryExtractor | None = None,
+    memories: MemoryExtractor | None,
 ) -> ArchiveWorker:
+    """A worker; ``memories`` is the long-term memory extractor (``None``: extraction off)."""
     return ArchiveWorker(
         database,
         generator,
@@ -222,7 +223,6 @@ def create_app(
     *,
     database: Database | None = None,
     generator: WorkingMemoryGenerator | None = None,
-    embedder: Embedder | None = None,
 ) -> FastAPI:
     """Build the ASGI app. ``settings.database_url`` must be resolved (see ``app.cli``)."""
     settings = settings or Settings()
@@ -242,7 +242,7 @@ def create_app(
             )
         app.state.settings = settings
         app.state.authenticator = Authenticator(app.state.database, settings)
-        app.state.embedder = embedder or build_embedder(settings)
+        app.state.embedder = build_embedder(settings)
         try:
             await check_embedder(app.state.database, app.state.embedder)
         except Unavailable:
@@ -262,8 +262,7 @@ def create_app(
             if task is not None:
                 await task
             await worker.close()
-            if embedder is None:
-                await close_embedder(app.state.embedder)
+            await close_embedder(app.state.embedder)
             if owned:
                 await app.state.database.dispose()
 

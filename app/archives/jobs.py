@@ -26,7 +26,6 @@ from app.archives.repository import ArchiveRepository, Claim
 from app.archives.working_memory import WorkingMemory
 from app.db import is_unavailable
 from app.errors import NotFound
-from app.memories.changes import DEFAULT_DUPLICATE_SIMILARITY
 from app.memories.extraction import Prepared
 from app.memories.jobs import MemoryJobService
 from app.memories.records import Failure, FailureStage, MemoryReport, Source
@@ -123,8 +122,6 @@ class ArchiveJobService:
         work: Work,
         generated: Generated,
         memories: Prepared | None = None,
-        *,
-        duplicate_similarity: float = DEFAULT_DUPLICATE_SIMILARITY,
     ) -> None:
         """Write the seven section versions, the long-term memory changes and ``done`` in the
         caller's one transaction. A failure to store the memories rolls back only them (a
@@ -160,7 +157,7 @@ class ArchiveJobService:
         await self.archives.insert_sections(rows)
         report = None
         if memories is not None:
-            report = await self._store_memories(claim, work, memories, duplicate_similarity)
+            report = await self._store_memories(claim, work, memories)
         usage = generated.usage
         await self.archives.set_fields(
             claim.agent_session_id,
@@ -188,12 +185,8 @@ class ArchiveJobService:
             memories=None if report is None else report.as_json(),
         )
 
-    async def _store_memories(
-        self, claim: Claim, work: Work, memories: Prepared, duplicate_similarity: float
-    ) -> MemoryReport:
-        writer = MemoryJobService(
-            self.db, claim.tenant_id, duplicate_similarity=duplicate_similarity
-        )
+    async def _store_memories(self, claim: Claim, work: Work, memories: Prepared) -> MemoryReport:
+        writer = MemoryJobService(self.db, claim.tenant_id)
         try:
             async with self.db.begin_nested():
                 return await writer.apply(memories, work.source)

@@ -26,7 +26,6 @@ from app.archives.repository import Claim
 from app.db import Database
 from app.errors import Unavailable
 from app.llm.ports import PermanentModelError, TransientModelError
-from app.memories.changes import DEFAULT_DUPLICATE_SIMILARITY
 from app.memories.extraction import MemoryExtractor
 from app.models import ArchiveStatus
 
@@ -122,13 +121,7 @@ class ArchiveWorker:
             stage = "write"
             async with self.database.tenant(claim.tenant_id) as db:
                 await ArchiveJobService(db, claim.tenant_id).finish(
-                    claim,
-                    work,
-                    generated,
-                    prepared,
-                    duplicate_similarity=DEFAULT_DUPLICATE_SIMILARITY
-                    if self.memories is None
-                    else self.memories.duplicate_similarity,
+                    claim, work, generated, prepared
                 )
         except LeaseLost:
             logger.warning("lease lost; another worker owns the archive", extra=_ids(claim))

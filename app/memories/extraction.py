@@ -41,6 +41,8 @@ class Prepared:
     embedding_model: str = ""
     failed: Failure | None = None
     usage: Usage = field(default_factory=Usage)
+    duplicate_similarity: float = DEFAULT_DUPLICATE_SIMILARITY
+    """The cosine at which the write path (``jobs``) takes a candidate for a restatement."""
 
     def report(self, *, added: int = 0, updated: int = 0, superseded: int = 0) -> MemoryReport:
         return MemoryReport(
@@ -53,6 +55,7 @@ class Prepared:
             calls=self.usage.calls,
             prompt_tokens=self.usage.prompt_tokens,
             completion_tokens=self.usage.completion_tokens,
+            prompt_version=tool.PROMPT_VERSION if self.usage.calls else None,
         )
 
 
@@ -62,10 +65,7 @@ def _failed(extraction: Extraction, stage: FailureStage, error: str, usage: Usag
 
 class MemoryExtractor:
     """Extracts and embeds an archive's memories; ``chat`` is used when ``mode`` is ``model``.
-
-    ``duplicate_similarity`` travels with it to the write path (``jobs``): the cosine at which a
-    candidate restates a stored memory.
-    """
+    ``duplicate_similarity`` travels with what it prepares to the write path."""
 
     def __init__(
         self,
@@ -131,7 +131,13 @@ class MemoryExtractor:
         except Exception as error:
             logger.exception("memory embedding failed")
             return _failed(kept, FailureStage.EMBED, f"{type(error).__name__}: {error}", usage)
-        return Prepared(kept, tuple(vectors), self.embedder.identity, usage=usage)
+        return Prepared(
+            kept,
+            tuple(vectors),
+            self.embedder.identity,
+            usage=usage,
+            duplicate_similarity=self.duplicate_similarity,
+        )
 
     async def _extract(self, messages: Sequence[ArchivedMessage]) -> tuple[Extraction, Usage]:
         if self.mode == "rules" or self.chat is None:

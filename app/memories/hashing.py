@@ -49,13 +49,6 @@ def embed_text(text: str, dim: int = DEFAULT_DIM) -> list[float]:
     return [value / norm for value in vector]
 
 
-def cosine(first: Sequence[float], second: Sequence[float]) -> float:
-    """Cosine similarity; 0 when either vector is all zeros."""
-    dot = sum(a * b for a, b in zip(first, second, strict=True))
-    norms = math.sqrt(sum(a * a for a in first)) * math.sqrt(sum(b * b for b in second))
-    return dot / norms if norms else 0.0
-
-
 class HashingEmbedder:
     """The offline ``Embedder``: deterministic, local, ``hashing:v1:<dim>``."""
 

@@ -16,10 +16,11 @@ from typing import Any
 from sqlalchemy import func
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.memories.changes import DEFAULT_DUPLICATE_SIMILARITY, SLOTTED_CATEGORIES, decide
+from app.memories.changes import SLOTTED_CATEGORIES, decide
 from app.memories.extraction import Prepared
 from app.memories.records import Candidate, EventKind, MemoryReport, Source
 from app.memories.repository import MemoryRepository
+from app.memories.store import MemoryStore
 from app.models import Memory
 from app.tenancy.principal import Scope
 
@@ -27,38 +28,32 @@ from app.tenancy.principal import Scope
 class MemoryJobService:
     """What phase 2 writes for long-term memory, under the claimed archive's tenant."""
 
-    def __init__(
-        self,
-        db: AsyncSession,
-        tenant_id: uuid.UUID,
-        *,
-        duplicate_similarity: float = DEFAULT_DUPLICATE_SIMILARITY,
-    ) -> None:
+    def __init__(self, db: AsyncSession, tenant_id: uuid.UUID) -> None:
+        self.store = MemoryStore(db, Scope(tenant_id))
         self.memories = MemoryRepository(db, Scope(tenant_id))
-        self.duplicate_similarity = duplicate_similarity
 
     async def apply(self, prepared: Prepared, source: Source) -> MemoryReport:
         """Store ``prepared``'s candidates for ``source``; the report says what happened."""
         if prepared.failed is not None or not prepared.extraction.candidates:
             return prepared.report()
-        await self.memories.lock_user(source.user_id)
+        await self.store.lock_user(source.user_id)
         counts = {EventKind.ADD: 0, EventKind.UPDATE: 0, EventKind.SUPERSEDE: 0}
         actor = f"extractor:{prepared.extraction.extractor}"
         events: list[dict[str, Any]] = []
         for candidate, vector in zip(prepared.extraction.candidates, prepared.vectors, strict=True):
             model = prepared.embedding_model
             category = candidate.category.value
-            nearest = await self.memories.nearest(source.user_id, category, vector, model)
+            nearest = await self.store.nearest(source.user_id, category, vector, model)
             same_slot = []
             if candidate.slot is not None and candidate.category in SLOTTED_CATEGORIES:
-                same_slot = await self.memories.same_slot(
+                same_slot = await self.store.same_slot(
                     source.user_id, category, candidate.slot, vector, model
                 )
             change = decide(
                 candidate,
                 nearest=nearest,
                 same_slot=same_slot,
-                duplicate_similarity=self.duplicate_similarity,
+                duplicate_similarity=prepared.duplicate_similarity,
             )
             values = _values(candidate, source, vector, model)
             event = {
@@ -82,7 +77,7 @@ class MemoryJobService:
                 # A restatement keeps the higher confidence and takes the newest wording and
                 # provenance: the memory now says what its newest source said.
                 values["confidence"] = func.greatest(Memory.confidence, candidate.confidence)
-                await self.memories.rewrite(change.target.memory_id, values)
+                await self.store.rewrite(change.target.memory_id, values)
                 events.append(
                     {
                         **event,
@@ -91,13 +86,13 @@ class MemoryJobService:
                     }
                 )
                 continue
-            memory_id = await self.memories.insert(
+            memory_id = await self.store.insert(
                 {"user_id": source.user_id, "category": category, **values}
             )
             if not change.superseded:
                 events.append({**event, "memory_id": memory_id})
                 continue
-            await self.memories.supersede([row.memory_id for row in change.superseded], memory_id)
+            await self.store.supersede([row.memory_id for row in change.superseded], memory_id)
             events += [
                 {
                     **event,
@@ -116,12 +111,12 @@ class MemoryJobService:
 
     async def count_stale(self, model: str) -> int:
         """Memories of the tenant not embedded by ``model``."""
-        return await self.memories.count_stale(model)
+        return await self.store.count_stale(model)
 
     async def stale(
         self, model: str, *, after: uuid.UUID | None, limit: int
     ) -> list[tuple[uuid.UUID, str]]:
-        return await self.memories.stale(model, after=after, limit=limit)
+        return await self.store.stale(model, after=after, limit=limit)
 
     async def store_embeddings(
         self, rows: Sequence[tuple[uuid.UUID, str]], vectors: Sequence[list[float]], model: str
@@ -130,7 +125,7 @@ class MemoryJobService:
         (the next run picks it up). Returns how many were written."""
         written = 0
         for (memory_id, content), vector in zip(rows, vectors, strict=True):
-            written += await self.memories.set_embedding(memory_id, content, vector, model)
+            written += await self.store.set_embedding(memory_id, content, vector, model)
         return written
 
 

@@ -112,6 +112,8 @@ class MemoryReport:
     """Model calls made by the model-backed extractor (0 for the rules)."""
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    prompt_version: str | None = None
+    """The version of the ``record_memories`` prompt, when the model extracted."""
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -128,6 +130,7 @@ class MemoryReport:
                 "prompt_tokens": self.prompt_tokens,
                 "completion_tokens": self.completion_tokens,
             },
+            "prompt_version": self.prompt_version,
         }
 
 

@@ -1,9 +1,9 @@
-"""SQL for long-term memories and their events, scoped to one tenant (and optionally one user).
+"""SQL for reading long-term memories and their events: search, browse, audit, erasure.
 
-Reads of a user-bound credential see only that user's memories and events; the phase-2 writes
-run under the claimed archive's tenant and name the user explicitly. Vectors are compared only
-with vectors of the same embedder (``embedding_model``). Returns ``records`` values, never ORM
-rows, and never reads a vector back. Flushes, never commits.
+Scoped to one tenant (and for a user-bound credential, one user: it sees only that user's
+memories and events). Vectors are compared only with vectors of the same embedder
+(``embedding_model``). Returns ``records`` values, never ORM rows, and never reads a vector
+back. The phase-2 writes and re-embedding are ``store``. Flushes, never commits.
 """
 
 from __future__ import annotations
@@ -15,9 +15,7 @@ from typing import Any
 
 from sqlalchemy import (
     ColumnElement,
-    case,
     delete,
-    func,
     insert,
     or_,
     select,
@@ -27,7 +25,6 @@ from sqlalchemy import (
 )
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.memories.changes import Existing
 from app.memories.ranking import RRF_K, SCORE_DIGITS
 from app.memories.records import ProducedMemory, SearchHit, StoredEvent, StoredMemory
 from app.models import Memory, MemoryEvent
@@ -78,17 +75,18 @@ async def column_dimension(db: AsyncSession) -> int | None:
     return None if found is None or found < 1 else int(found)
 
 
-def _vector_text(vector: Sequence[float]) -> str:
+def vector_text(vector: Sequence[float]) -> str:
     return "[" + ",".join(map(str, vector)) + "]"
 
 
 # One statement: each retriever is ORDER BY … LIMIT on its own index — HNSW for the vector, GIN
 # for the text (websearch syntax: all words, "quoted phrases", or, -word) through
-# memory_text_candidates, which the schema's revision explains — then reciprocal rank fusion,
-# the min_score cut on the rounded cosine similarity, ties by recency and id, and only the final
-# rows are read. Only like vectors are compared; both retrievers see the same rows (the tenant,
-# the key's user, the filters, current memories unless asked). Text SQL, as the claim of the
-# archive worker is: CTEs, window functions and a set-returning function read best as written.
+# workmem_memory_text_candidates, which the schema's revision explains — then reciprocal rank
+# fusion, the min_score cut on the rounded cosine similarity, ties by recency and id, and only
+# the final rows are read. Only like vectors are compared; both retrievers see the same rows
+# (the tenant, the key's user, the filters, current memories unless asked). Text SQL, as the
+# claim of the archive worker is: CTEs, window functions and a set-returning function read best
+# as written.
 _SEARCH = text(
     """
 WITH by_vector AS (
@@ -108,7 +106,7 @@ WITH by_vector AS (
 ), by_text AS (
     SELECT memory_id, similarity, updated_at,
            row_number() OVER (ORDER BY text_rank DESC, memory_id) AS rank
-    FROM memory_text_candidates(
+    FROM workmem_memory_text_candidates(
         CAST(:query AS text), CAST(:vector AS vector), CAST(:per_retriever AS integer),
         CAST(:model AS text), CAST(:bound_user AS text), CAST(:user_id AS text),
         CAST(:category AS text), CAST(:include_superseded AS boolean))
@@ -180,7 +178,7 @@ def _event(row: Any) -> StoredEvent:
     )
 
 
-def _user_is(column: Any, user_id: str | None) -> Any:
+def user_is(column: Any, user_id: str | None) -> Any:
     return column.is_(None) if user_id is None else column == user_id
 
 
@@ -200,80 +198,6 @@ class MemoryRepository:
         if self.scope.user_id is not None:
             conditions.append(MemoryEvent.user_id == self.scope.user_id)
         return conditions
-
-    # --- the phase-2 write path --------------------------------------------------------------
-
-    async def lock_user(self, user_id: str | None) -> None:
-        """Serialise memory writes for one user of this tenant until the transaction ends, so
-        two archives of the same user never both add the same fact."""
-        key = f"memories:{self.scope.tenant_id}:{user_id or ''}"
-        await self.db.execute(select(func.pg_advisory_xact_lock(func.hashtextextended(key, 0))))
-
-    def _scope_of(self, user_id: str | None, category: str) -> list[Any]:
-        return [
-            Memory.tenant_id == self.scope.tenant_id,
-            _user_is(Memory.user_id, user_id),
-            Memory.category == category,
-            Memory.superseded_by.is_(None),
-        ]
-
-    async def nearest(
-        self, user_id: str | None, category: str, vector: Sequence[float], model: str
-    ) -> Existing | None:
-        """The most similar current memory of the user's category made by embedder ``model``."""
-        distance = Memory.embedding.cosine_distance(list(vector))
-        row = (
-            await self.db.execute(
-                select(
-                    Memory.memory_id,
-                    Memory.content,
-                    Memory.slot,
-                    Memory.slot_value,
-                    (1.0 - distance).label("similarity"),
-                )
-                .where(*self._scope_of(user_id, category), Memory.embedding_model == model)
-                .order_by(distance)
-                .limit(1)
-            )
-        ).first()
-        return None if row is None else Existing(*row)
-
-    async def same_slot(
-        self, user_id: str | None, category: str, slot: str, vector: Sequence[float], model: str
-    ) -> list[Existing]:
-        """Current memories of the user's category stating ``slot``, newest first."""
-        similarity = case(
-            (Memory.embedding_model == model, 1.0 - Memory.embedding.cosine_distance(list(vector))),
-            else_=0.0,
-        )
-        rows = await self.db.execute(
-            select(Memory.memory_id, Memory.content, Memory.slot, Memory.slot_value, similarity)
-            .where(*self._scope_of(user_id, category), Memory.slot == slot)
-            .order_by(Memory.updated_at.desc(), Memory.memory_id)
-        )
-        return [Existing(*row) for row in rows.all()]
-
-    async def insert(self, values: dict[str, Any]) -> uuid.UUID:
-        result = await self.db.execute(
-            insert(Memory)
-            .values(tenant_id=self.scope.tenant_id, **values)
-            .returning(Memory.memory_id)
-        )
-        return result.scalar_one()
-
-    async def rewrite(self, memory_id: uuid.UUID, values: dict[str, Any]) -> None:
-        await self.db.execute(
-            update(Memory)
-            .where(Memory.tenant_id == self.scope.tenant_id, Memory.memory_id == memory_id)
-            .values(updated_at=func.now(), **values)
-        )
-
-    async def supersede(self, memory_ids: Sequence[uuid.UUID], by: uuid.UUID) -> None:
-        await self.db.execute(
-            update(Memory)
-            .where(Memory.tenant_id == self.scope.tenant_id, Memory.memory_id.in_(memory_ids))
-            .values(superseded_by=by, updated_at=func.now())
-        )
 
     async def insert_events(self, rows: Sequence[dict[str, Any]]) -> None:
         if rows:
@@ -306,7 +230,7 @@ class MemoryRepository:
                 "category": category,
                 "include_superseded": include_superseded,
                 "model": model,
-                "vector": _vector_text(vector),
+                "vector": vector_text(vector),
                 "query": query,
                 "per_retriever": per_retriever,
                 "rrf_k": RRF_K,
@@ -448,41 +372,3 @@ class MemoryRepository:
             .where(MemoryEvent.tenant_id == self.scope.tenant_id, or_(*touched))
             .values(old_content=None, new_content=None)
         )
-
-    # --- re-embedding ------------------------------------------------------------------------
-
-    async def count_stale(self, model: str) -> int:
-        result = await self.db.execute(
-            select(func.count())
-            .select_from(Memory)
-            .where(Memory.tenant_id == self.scope.tenant_id, Memory.embedding_model != model)
-        )
-        return result.scalar_one()
-
-    async def stale(
-        self, model: str, *, after: uuid.UUID | None, limit: int
-    ) -> list[tuple[uuid.UUID, str]]:
-        """Memories not embedded by ``model``, by id after ``after``: ``(memory_id, content)``."""
-        statement = select(Memory.memory_id, Memory.content).where(
-            Memory.tenant_id == self.scope.tenant_id, Memory.embedding_model != model
-        )
-        if after is not None:
-            statement = statement.where(Memory.memory_id > after)
-        rows = await self.db.execute(statement.order_by(Memory.memory_id).limit(limit))
-        return [(row.memory_id, row.content) for row in rows.all()]
-
-    async def set_embedding(
-        self, memory_id: uuid.UUID, content: str, vector: Sequence[float], model: str
-    ) -> bool:
-        """Store the new vector unless the memory changed since it was read."""
-        result = await self.db.execute(
-            update(Memory)
-            .where(
-                Memory.tenant_id == self.scope.tenant_id,
-                Memory.memory_id == memory_id,
-                Memory.content == content,
-            )
-            .values(embedding=list(vector), embedding_model=model)
-            .returning(Memory.memory_id)
-        )
-        return result.first() is not None

@@ -163,3 +163,6 @@ class MemoryReportRead(BaseModel):
     skipped: dict[str, int] = Field(description="messages or proposals not kept, by reason")
     failed: MemoryFailureRead | None
     usage: MemoryUsageRead | None = None
+    prompt_version: str | None = Field(
+        default=None, description="the record_memories prompt's version, when the model ran"
+    )

@@ -9,15 +9,14 @@ each). Query embeddings are computed by the caller before its transaction opens
 
 from __future__ import annotations
 
-import base64
 import uuid
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Final
 
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.cursors import decode_cursor, encode_cursor
 from app.errors import InvalidInput, NotFound, Unavailable
 from app.memories.embedding import Embedder, EmbeddingError, dimension_problem
 from app.memories.ranking import newest_first_among_conflicts
@@ -77,22 +76,6 @@ async def embedder_problem(db: AsyncSession, embedder: Embedder) -> str | None:
     if column is None:
         return None
     return dimension_problem(embedder.identity, embedder.dim, column)
-
-
-def encode_cursor(created_at: datetime, memory_id: uuid.UUID) -> str:
-    raw = f"{created_at.isoformat()}|{memory_id}".encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
-
-
-def decode_cursor(cursor: str) -> tuple[datetime, uuid.UUID]:
-    try:
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
-        created_at, memory_id = raw.split("|", 1)
-        return datetime.fromisoformat(created_at), uuid.UUID(memory_id)
-    except (ValueError, UnicodeDecodeError) as error:
-        raise InvalidInput(
-            "the cursor is not valid", errors=[{"loc": ["query", "cursor"], "msg": str(error)}]
-        ) from error
 
 
 def actor_of(principal: Principal) -> str:

@@ -6,7 +6,6 @@ keep ``pending_tokens`` current in O(1) per message (DESIGN 5). Flushes, never c
 
 from __future__ import annotations
 
-import base64
 import json
 import uuid
 from collections.abc import Sequence
@@ -16,6 +15,7 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.cursors import decode_cursor, encode_cursor
 from app.errors import Conflict, Forbidden, InvalidInput, NotFound, PayloadTooLarge
 from app.memories.service import MemoryService
 from app.models import AgentSession
@@ -55,22 +55,6 @@ def _utc(moment: datetime) -> datetime:
     if moment.tzinfo is None:
         return moment.replace(tzinfo=UTC)
     return moment.astimezone(UTC)
-
-
-def encode_cursor(created_at: datetime, agent_session_id: uuid.UUID) -> str:
-    raw = f"{created_at.isoformat()}|{agent_session_id}".encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
-
-
-def decode_cursor(cursor: str) -> tuple[datetime, uuid.UUID]:
-    try:
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
-        created_at, agent_session_id = raw.split("|", 1)
-        return datetime.fromisoformat(created_at), uuid.UUID(agent_session_id)
-    except (ValueError, UnicodeDecodeError) as error:
-        raise InvalidInput(
-            "the cursor is not valid", errors=[{"loc": ["query", "cursor"], "msg": str(error)}]
-        ) from error
 
 
 class AgentSessionService:

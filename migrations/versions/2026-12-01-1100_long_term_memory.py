@@ -4,7 +4,7 @@ archive's report of what extraction did.
 ``memories`` holds durable facts about a user (profile, preference, entity, event, lesson), each
 with its source archive and message seqs, an embedding in ``vector(dim)`` searched through an
 HNSW index (``vector_cosine_ops``), the embedder that produced it, and a generated ``tsvector``
-under a GIN index, searched through ``memory_text_candidates`` (a tenant-restricted
+under a GIN index, searched through ``workmem_memory_text_candidates`` (a tenant-restricted
 ``SECURITY DEFINER`` function, so that row-level security does not keep the index unused).
 ``memory_events`` is the append-only audit of every change (ADD, UPDATE, SUPERSEDE, DELETE); it
 keeps only ids once a memory is erased, so it has no foreign key to ``memories``.
@@ -230,7 +230,9 @@ def upgrade() -> None:
         op.execute(f"GRANT SELECT, INSERT, UPDATE, DELETE ON {table} TO {APP_ROLE}")
 
 
-TEXT_CANDIDATES = "memory_text_candidates(text, vector, integer, text, text, text, text, boolean)"
+TEXT_CANDIDATES = (
+    "workmem_memory_text_candidates(text, vector, integer, text, text, text, text, boolean)"
+)
 
 # Row-level security keeps Postgres from using the GIN index for `@@`: its function is not
 # leakproof, so under a policy it is only ever evaluated after the policy, row by row. This
@@ -240,7 +242,7 @@ TEXT_CANDIDATES = "memory_text_candidates(text, vector, integer, text, text, tex
 # One generic plan: the words vary, the shape of the plan does not, and planning each call
 # would cost more than the lookup.
 TEXT_CANDIDATES_FUNCTION = f"""
-CREATE FUNCTION memory_text_candidates(
+CREATE FUNCTION workmem_memory_text_candidates(
     query text, query_vector vector, k integer, model text, bound_user text, wanted_user text,
     wanted_category text, with_superseded boolean
 ) RETURNS TABLE (memory_id uuid, text_rank real, similarity float8, updated_at timestamptz)

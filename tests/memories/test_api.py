@@ -31,6 +31,7 @@ async def test_a_commit_extracts_memories_and_reports_them(
         "skipped": {"chit_chat": 1, "question": 1},
         "failed": None,
         "usage": {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0},
+        "prompt_version": None,
     }
     listed = await memories(client, tenant.reader)
     assert sorted((m["category"], m["content"], m["source_seqs"]) for m in listed) == [

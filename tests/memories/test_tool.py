@@ -15,6 +15,7 @@ from app.memories.hashing import HashingEmbedder
 from app.memories.records import Category, FailureStage
 from app.memories.tool import (
     ARGUMENTS_SCHEMA,
+    PROMPT_VERSION,
     RECORD_MEMORIES_TOOL,
     TOOL_NAME,
     UnusableArguments,
@@ -138,6 +139,7 @@ async def test_the_model_extractor_calls_the_tool_and_embeds_what_it_keeps() -> 
         120,
         30,
     )
+    assert report.prompt_version == PROMPT_VERSION
 
 
 async def test_an_unavailable_model_falls_back_to_the_rules() -> None:
@@ -187,6 +189,7 @@ async def test_nothing_worth_keeping_is_a_report_of_zeros_not_a_failure() -> Non
         "skipped": {"question": 1},
         "failed": None,
         "usage": {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0},
+        "prompt_version": None,
     }
 
 

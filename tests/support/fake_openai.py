@@ -382,7 +382,11 @@ MAX_EMBEDDING_INPUTS = 2048
 
 
 def check_embeddings_request(body: object, native_dim: int) -> None:
-    """Raise ``InvalidChatRequestError`` if a strict server would reject this embeddings body."""
+    """Raise ``InvalidChatRequestError`` if a strict server would reject this embeddings body.
+
+    Stricter than OpenAI in one way: inputs given as token arrays are refused too (the service
+    only ever sends text).
+    """
     if not isinstance(body, dict):
         raise InvalidChatRequestError("The request body must be a JSON object.")
     unknown = sorted(set(body) - _EMBEDDING_KEYS)
