@@ -164,6 +164,7 @@ def serve(
     if resolved.embedded is not None or migrate:
         upgrade_database(resolved)
     run_db(lambda database: database.check_login(), resolved.url)
+    refuse_mismatched_embedder(resolved.settings, resolved.url)
     if resolved.embedded is not None:
         key_file = resolved.settings.key_file
         write_local_key(resolved.url, key_file)
@@ -194,18 +195,28 @@ def worker(
 ) -> None:
     """Process archives (phase 2) until SIGTERM/SIGINT; run as many processes as you like."""
     from app.archives.worker import ArchiveWorker
-    from app.main import build_generator, build_worker
+    from app.main import (
+        build_embedder,
+        build_generator,
+        build_memory_extractor,
+        build_worker,
+        close_embedder,
+    )
 
     settings = Settings()
     configure_logging(settings.log_level, as_json=settings.log_json)
     resolved = runtime(settings)
+    refuse_mismatched_embedder(resolved.settings, resolved.url)
 
     async def main() -> None:
         database = Database.from_url(resolved.url, pool_size=max(2, concurrency + 1))
         await database.check_login()
         generator = build_generator(resolved.settings)
+        embedder = build_embedder(resolved.settings)
+        memories = build_memory_extractor(resolved.settings, generator, embedder)
         workers: list[ArchiveWorker] = [
-            build_worker(resolved.settings, database, generator) for _ in range(concurrency)
+            build_worker(resolved.settings, database, generator, memories)
+            for _ in range(concurrency)
         ]
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
@@ -215,6 +226,7 @@ def worker(
         try:
             await asyncio.gather(*(worker.run(stop) for worker in workers))
         finally:
+            await close_embedder(embedder)
             await database.dispose()
 
     asyncio.run(main())
@@ -536,6 +548,87 @@ def import_openviking(
         report.write_text(json.dumps(summary.as_json(), indent=2, ensure_ascii=False) + "\n")
     if summary.failed:
         raise typer.Exit(code=1)
+
+
+# --- memories ----------------------------------------------------------------------------------
+
+memories_cli = typer.Typer(help="Long-term memory (operator).", no_args_is_help=True)
+cli.add_typer(memories_cli, name="memories")
+
+
+def refuse_mismatched_embedder(settings: Settings, url: str) -> None:
+    """Exit with one line when the configured embedder's dimension is not the column's."""
+    from app.main import EmbedderMismatch, build_embedder, check_embedder, close_embedder
+
+    async def work(database: Database) -> None:
+        embedder = build_embedder(settings)
+        try:
+            await check_embedder(database, embedder)
+        finally:
+            await close_embedder(embedder)
+
+    try:
+        run_db(work, url)
+    except EmbedderMismatch as error:
+        print(f"workmem: {error}", file=sys.stderr)
+        raise typer.Exit(code=2) from None
+
+
+@memories_cli.command("reembed")
+def memories_reembed(
+    tenant: Annotated[uuid.UUID, typer.Option("--tenant", help="tenant id")],
+    batch_size: Annotated[int, typer.Option(min=1, max=2048, help="memories per batch")] = 64,
+) -> None:
+    """Move a tenant's memories to the configured embedder (resumable: run it again to go on)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+
+    from app.main import build_embedder, close_embedder
+    from app.memories.embedding import EmbeddingError
+    from app.memories.reembed import ReembedReport, reembed
+
+    resolved = runtime()
+    refuse_mismatched_embedder(resolved.settings, resolved.url)
+    progress = Progress(
+        "[progress.description]{task.description}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        transient=True,
+    )
+    task = progress.add_task("re-embedding", total=None)
+
+    async def work(database: Database) -> ReembedReport:
+        embedder = build_embedder(resolved.settings)
+        try:
+            with progress:
+                return await reembed(
+                    database,
+                    embedder,
+                    tenant,
+                    batch_size=batch_size,
+                    started=lambda total: progress.update(task, total=total),
+                    advanced=lambda count: progress.advance(task, count),
+                )
+        finally:
+            await close_embedder(embedder)
+
+    try:
+        report = run_db(work, resolved.url)
+    except EmbeddingError as error:
+        print(
+            f"workmem: re-embedding stopped: {error}; run the command again to go on",
+            file=sys.stderr,
+        )
+        raise typer.Exit(code=1) from None
+    echo_json(
+        {
+            "tenant_id": str(report.tenant_id),
+            "embedding_model": report.embedding_model,
+            "stale": report.stale,
+            "reembedded": report.reembedded,
+            "changed_meanwhile": report.changed_meanwhile,
+        }
+    )
 
 
 def main() -> None:

@@ -87,11 +87,54 @@ class Settings(BaseSettings):
     log_level: str = "INFO"
     log_json: bool = True
 
+    # --- long-term memory (DESIGN 9): extraction, embeddings, search ---------------------------
+    memory_extractor: Literal["auto", "rules", "model", "off"] = Field(
+        default="auto",
+        description="auto: the model when one is configured, else the rules; off: no extraction",
+    )
+    memory_min_confidence: float = Field(default=0.5, ge=0, le=1)
+    memory_duplicate_similarity: float = Field(default=0.92, gt=0, le=1)
+    memory_min_score: float = Field(
+        default=0.1,
+        ge=-1,
+        le=1,
+        description="default min_score of search and recall (cosine similarity to the query)",
+    )
+    embedding_provider: Literal["hashing", "openai"] = "hashing"
+    embedding_dim: int = Field(
+        default=384,
+        ge=1,
+        le=2000,
+        description="dimension of memories.embedding, fixed when the migration runs",
+    )
+    embedding_base_url: str | None = Field(default=None, description="default: the LLM's")
+    embedding_api_key: SecretStr | None = Field(default=None, description="default: the LLM's")
+    embedding_model: str = "text-embedding-3-small"
+    embedding_dimensions: int | None = Field(
+        default=None, ge=1, le=2000, description="`dimensions` sent to an openai embedder"
+    )
+    embedding_timeout_s: float = Field(default=30.0, gt=0)
+    embedding_max_retries: int = Field(default=2, ge=0, le=10)
+
     @property
     def use_openai(self) -> bool:
         if self.llm_provider == "auto":
             return self.llm_api_key is not None
         return self.llm_provider == "openai"
+
+    @property
+    def memory_mode(self) -> Literal["rules", "model", "off"]:
+        """The memory extractor that runs: ``auto`` follows the working-memory generator."""
+        if self.memory_extractor == "auto":
+            return "model" if self.use_openai else "rules"
+        return self.memory_extractor
+
+    @property
+    def embedder_dim(self) -> int:
+        """The dimension the configured embedder produces."""
+        if self.embedding_provider == "openai" and self.embedding_dimensions is not None:
+            return self.embedding_dimensions
+        return self.embedding_dim
 
     @property
     def key_file(self) -> Path:

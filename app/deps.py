@@ -1,4 +1,5 @@
-"""Request dependencies shared by every feature: the database, the settings, the archive worker.
+"""Request dependencies shared by every feature: the database, the settings, the archive worker,
+the embedder.
 
 Each is built once by the lifespan in ``main`` and read from the app state here; async, so a
 request never hops to the thread pool to resolve them.
@@ -13,6 +14,7 @@ from fastapi import Depends, Request
 from app.archives.worker import ArchiveWorker
 from app.config import Settings
 from app.db import Database
+from app.memories.embedding import Embedder
 from app.sessions.group_commit import GroupCommit
 
 
@@ -38,7 +40,14 @@ async def get_group_commit(request: Request) -> GroupCommit | None:
     return found
 
 
+async def get_embedder(request: Request) -> Embedder:
+    """The process's embedder (long-term memory): queries are embedded with it."""
+    found: Embedder = request.app.state.embedder
+    return found
+
+
 DatabaseDep = Annotated[Database, Depends(get_database)]
 GroupCommitDep = Annotated[GroupCommit | None, Depends(get_group_commit)]
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 WorkerDep = Annotated[ArchiveWorker, Depends(get_worker)]
+EmbedderDep = Annotated[Embedder, Depends(get_embedder)]

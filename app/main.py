@@ -31,6 +31,11 @@ from app.context.endpoints import router as context_router
 from app.db import Database, is_unavailable
 from app.errors import AppError, Unavailable, field_errors
 from app.llm.ports import ChatModel
+from app.memories.embedding import Embedder
+from app.memories.endpoints import router as memories_router
+from app.memories.extraction import MemoryExtractor
+from app.memories.hashing import HashingEmbedder
+from app.memories.service import embedder_problem
 from app.migrations import head_revision
 from app.observability import ObserveRequests
 from app.sessions.endpoints import router as sessions_router
@@ -122,8 +127,12 @@ def guard_config(settings: Settings) -> GuardConfig:
 
 
 def build_worker(
-    settings: Settings, database: Database, generator: WorkingMemoryGenerator
+    settings: Settings,
+    database: Database,
+    generator: WorkingMemoryGenerator,
+    memories: MemoryExtractor | None,
 ) -> ArchiveWorker:
+    """A worker; ``memories`` is the long-term memory extractor (``None``: extraction off)."""
     return ArchiveWorker(
         database,
         generator,
@@ -134,7 +143,72 @@ def build_worker(
             backoff_base_s=settings.worker_backoff_base_s,
             backoff_max_s=settings.worker_backoff_max_s,
         ),
+        memories=memories,
     )
+
+
+# --- long-term memory: the embedder and the memory extractor ----------------------------------
+
+
+class EmbedderMismatch(RuntimeError):
+    """The configured embedder cannot write into this database's ``memories.embedding``."""
+
+
+def build_embedder(settings: Settings) -> Embedder:
+    """The embedder chosen by configuration; the offline ``hashing`` one by default."""
+    if settings.embedding_provider == "openai":
+        from app.memories.openai_embedder import OpenAIEmbedder
+
+        key = settings.embedding_api_key or settings.llm_api_key
+        return OpenAIEmbedder(
+            base_url=settings.embedding_base_url
+            or settings.llm_base_url
+            or "https://api.openai.com/v1",
+            api_key=key.get_secret_value() if key else "",
+            model=settings.embedding_model,
+            dim=settings.embedder_dim,
+            dimensions=settings.embedding_dimensions,
+            timeout_s=settings.embedding_timeout_s,
+            max_retries=settings.embedding_max_retries,
+        )
+    return HashingEmbedder(settings.embedding_dim)
+
+
+def build_memory_extractor(
+    settings: Settings, generator: WorkingMemoryGenerator, embedder: Embedder
+) -> MemoryExtractor | None:
+    """Phase 2's memory extractor (``None`` when extraction is off): the model behind the
+    working-memory generator when it has one and configuration asks for it, else the rules."""
+    from app.memories.candidates import ValueConfig
+
+    mode = settings.memory_mode
+    if mode == "off":
+        return None
+    chat = generator.chat if mode == "model" else None
+    return MemoryExtractor(
+        embedder,
+        chat=chat,
+        mode="model" if chat is not None else "rules",
+        fallback="rules" if settings.llm_fallback == "offline" else "none",
+        value=ValueConfig(min_confidence=settings.memory_min_confidence),
+        max_input_tokens=settings.llm_max_input_tokens,
+        duplicate_similarity=settings.memory_duplicate_similarity,
+    )
+
+
+async def check_embedder(database: Database, embedder: Embedder) -> None:
+    """Refuse an embedder whose dimension is not the column's, with both named."""
+    async with database.unscoped() as db:
+        problem = await embedder_problem(db, embedder)
+    if problem is not None:
+        raise EmbedderMismatch(problem)
+
+
+async def close_embedder(embedder: Embedder) -> None:
+    from app.memories.openai_embedder import OpenAIEmbedder
+
+    if isinstance(embedder, OpenAIEmbedder):
+        await embedder.close()
 
 
 def create_app(
@@ -173,7 +247,16 @@ def create_app(
         )
         app.state.settings = settings
         app.state.authenticator = Authenticator(app.state.database, settings)
-        worker = build_worker(settings, app.state.database, generator or build_generator(settings))
+        app.state.embedder = build_embedder(settings)
+        try:
+            await check_embedder(app.state.database, app.state.embedder)
+        except Unavailable:
+            # The service starts with the database down and recovers when it returns; /readyz
+            # repeats the check and stays 503 while the embedder does not fit.
+            logger.warning("the embedder's dimension could not be checked: database unreachable")
+        chosen = generator or build_generator(settings)
+        memories = build_memory_extractor(settings, chosen, app.state.embedder)
+        worker = build_worker(settings, app.state.database, chosen, memories)
         app.state.worker = worker
         stop = asyncio.Event()
         task = asyncio.create_task(worker.run_alone(stop)) if settings.worker_enabled else None
@@ -186,6 +269,7 @@ def create_app(
             await worker.close()
             if app.state.group_commit is not None:
                 await app.state.group_commit.close()
+            await close_embedder(app.state.embedder)
             if owned:
                 await app.state.database.dispose()
 
@@ -205,6 +289,7 @@ def create_app(
     app.include_router(context_router)
     # The audit pages (/ui) and their stylesheet.
     install_audit_pages(app)
+    app.include_router(memories_router)
     app.mount("/metrics", make_asgi_app())
 
     # The OpenViking-compatible API under /api/v1, with its own envelope errors (and /health).
@@ -220,9 +305,11 @@ def create_app(
         try:
             async with db_.unscoped() as db:
                 current = await tenancy.schema_revision(db)
+                embedder_mismatch = await embedder_problem(db, request.app.state.embedder)
         except sa_exc.ProgrammingError:
             # The readiness function itself is missing: the schema predates it.
             current = "an older revision"
+            embedder_mismatch = None
         except (Unavailable, sa_exc.SQLAlchemyError):
             return problem(503, "not_ready", "Not ready", "the database is unreachable")
         head = head_revision()
@@ -230,6 +317,8 @@ def create_app(
             return problem(
                 503, "not_ready", "Not ready", f"migrations at {current}, expected {head}"
             )
+        if embedder_mismatch is not None:
+            return problem(503, "not_ready", "Not ready", embedder_mismatch)
         return {"status": "ready", "revision": str(current)}
 
     return app

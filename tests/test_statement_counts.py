@@ -96,11 +96,14 @@ async def sessions(counted: Counted) -> list[str]:
         ("/v1/sessions?limit=50", 2),
         ("/v1/sessions/{id}", 2),
         ("/v1/sessions/{id}/archives", 2),
-        ("/v1/sessions/{id}/archives/1", 4),
-        ("/v1/sessions/{id}/working-memory", 2),
+        ("/v1/sessions/{id}/archives/1", 5),
+        ("/v1/sessions/{id}/working-memory", 3),
         ("/v1/sessions/{id}/working-memory/history", 2),
         ("/v1/sessions/{id}/context?token_budget=8000", 5),
         ("/v1/sessions/{id}/messages", 3),
+        ("/v1/sessions/{id}/context?token_budget=8000&recall=fix+the+migration", 6),
+        ("/v1/memories?limit=50", 2),
+        ("/v1/memories/search?q=fix+the+models", 2),
     ],
 )
 async def test_statements_per_read_request(

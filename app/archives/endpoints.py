@@ -78,7 +78,7 @@ async def commit(
         archive=ArchiveRead.from_row(archive),
         working_memory=None
         if result.working_memory is None
-        else WorkingMemoryRead.from_value(result.working_memory),
+        else WorkingMemoryRead.from_value(result.working_memory, result.memories),
         pending_tokens=outcome.pending_tokens,
         live_message_count=outcome.live_message_count,
     )
@@ -140,10 +140,14 @@ async def working_memory(
     agent_session_id: uuid.UUID, principal: Reader, database: DatabaseDep
 ) -> WorkingMemoryRead:
     async with database.tenant(principal.tenant_id) as db:
-        current = await ArchiveService(db, principal).working_memory(
-            agent_session_id, with_decisions=True
+        service = ArchiveService(db, principal)
+        current = await service.working_memory(agent_session_id, with_decisions=True)
+        produced = (
+            []
+            if current is None
+            else await service.memories_produced(agent_session_id, current.archive_seq)
         )
-    return WorkingMemoryRead.from_value(current or WorkingMemory.empty())
+    return WorkingMemoryRead.from_value(current or WorkingMemory.empty(), produced)
 
 
 @router.get("/{agent_session_id}/working-memory/history")

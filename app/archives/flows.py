@@ -8,12 +8,13 @@ endpoint and by compact; holds no rule of its own (those are in ``service`` and 
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from app.archives.service import ArchiveService, CommitOutcome
 from app.archives.worker import ArchiveWorker
 from app.archives.working_memory import WorkingMemory
 from app.db import Database
+from app.memories.records import ProducedMemory
 from app.models import Archive, ArchiveStatus
 from app.tenancy.principal import Principal
 
@@ -29,6 +30,8 @@ class CommitResult:
     outcome: CommitOutcome
     archive: Archive | None
     working_memory: WorkingMemory | None
+    memories: list[ProducedMemory] = field(default_factory=list)
+    """The long-term memory changes of the archive, read with its working memory."""
 
 
 async def commit(
@@ -54,8 +57,10 @@ async def commit(
         service = ArchiveService(db, principal)
         archive = await service.get(agent_session_id, archive_seq)
         working_memory = None
+        memories: list[ProducedMemory] = []
         if with_working_memory and archive.status == ArchiveStatus.DONE:
             working_memory = await service.working_memory(
                 agent_session_id, archive_seq=archive_seq, with_decisions=True, visible=True
             )
-    return CommitResult(outcome, archive, working_memory)
+            memories = await service.memories_produced(agent_session_id, archive_seq)
+    return CommitResult(outcome, archive, working_memory, memories)

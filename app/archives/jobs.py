@@ -1,30 +1,39 @@
 """The job side of an archive: what a worker reads and writes in its short transactions.
 
 Owns loading a claimed archive's input (the prior working memory, its messages and those of the
-failed archives it covers) and recording the outcome (seven section versions and ``done``, a
-retry, or ``failed``), each re-checking that the claim still holds. Runs under the claimed
-archive's tenant; never calls a model and never commits (``worker`` owns both).
+failed archives it covers) and recording the outcome (seven section versions, the long-term
+memory changes and ``done``, a retry, or ``failed``), each re-checking that the claim still
+holds. Runs under the claimed archive's tenant; never calls a model or an embedder and never
+commits (``worker`` owns both).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
+from sqlalchemy import exc as sa_exc
 from sqlalchemy import func
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.archives.generation import Generated
 from app.archives.repository import ArchiveRepository, Claim
 from app.archives.working_memory import WorkingMemory
+from app.db import is_unavailable
 from app.errors import NotFound
+from app.memories.extraction import Prepared
+from app.memories.jobs import MemoryJobService
+from app.memories.records import Failure, FailureStage, MemoryReport, Source
 from app.models import Archive, ArchiveStatus
 from app.tenancy.principal import Scope
 from app.wm.sections import SECTIONS, Section
+
+logger = logging.getLogger(__name__)
 
 
 class LeaseLost(Exception):
@@ -33,12 +42,20 @@ class LeaseLost(Exception):
 
 @dataclass(frozen=True, slots=True)
 class Work:
-    """A claimed archive's input: its row, the prior WM, and every message it must cover."""
+    """A claimed archive's input: its row, the prior WM, and every message it must cover
+    (consecutive, the first numbered ``first_seq``), with where its memories come from."""
 
     archive: Archive
     prior: WorkingMemory
     messages: list[dict[str, Any]]
     covers_failed_archives: list[int]
+    first_seq: int
+    source: Source
+
+    @property
+    def numbered(self) -> list[tuple[int, dict[str, Any]]]:
+        """The messages with their seqs (seq is gap-free, so they follow from ``first_seq``)."""
+        return list(enumerate(self.messages, start=self.first_seq))
 
 
 def abstract_of(sections: Mapping[Section, str], limit: int = 200) -> str:
@@ -89,14 +106,26 @@ class ArchiveJobService:
         )
         start_seq = failed[0].start_seq if failed else archive.start_seq
         messages = await self.archives.messages(agent_session_id, [(start_seq, archive.end_seq)])
+        user_id, agent_id = await self.archives.owner(agent_session_id)
         return Work(
             archive=archive,
             prior=prior or WorkingMemory.empty(),
             messages=messages,
             covers_failed_archives=[row.archive_seq for row in failed],
+            first_seq=start_seq,
+            source=Source(agent_session_id, claim.archive_seq, user_id, agent_id),
         )
 
-    async def finish(self, claim: Claim, work: Work, generated: Generated) -> None:
+    async def finish(
+        self,
+        claim: Claim,
+        work: Work,
+        generated: Generated,
+        memories: Prepared | None = None,
+    ) -> None:
+        """Write the seven section versions, the long-term memory changes and ``done`` in the
+        caller's one transaction. A failure to store the memories rolls back only them (a
+        savepoint) and is reported with stage ``store``: it never fails the working memory."""
         await self._owned(claim, lock=True)
         result = generated.result
         rows = []
@@ -126,6 +155,9 @@ class ArchiveJobService:
                 }
             )
         await self.archives.insert_sections(rows)
+        report = None
+        if memories is not None:
+            report = await self._store_memories(claim, work, memories)
         usage = generated.usage
         await self.archives.set_fields(
             claim.agent_session_id,
@@ -150,7 +182,24 @@ class ArchiveJobService:
             last_error=None,
             error_stage=None,
             finished_at=func.now(),
+            memories=None if report is None else report.as_json(),
         )
+
+    async def _store_memories(self, claim: Claim, work: Work, memories: Prepared) -> MemoryReport:
+        writer = MemoryJobService(self.db, claim.tenant_id)
+        try:
+            async with self.db.begin_nested():
+                return await writer.apply(memories, work.source)
+        except sa_exc.DBAPIError as error:
+            if is_unavailable(error):
+                raise
+            logger.warning("storing memories failed", extra={"error": str(error.orig)[:200]})
+            return replace(
+                memories.report(),
+                failed=Failure(
+                    FailureStage.STORE, f"{type(error.orig).__name__}: {error.orig}"[:500]
+                ),
+            )
 
     async def reschedule(self, claim: Claim, *, delay_s: float, stage: str, message: str) -> None:
         await self._owned(claim, lock=True)

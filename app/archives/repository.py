@@ -170,6 +170,19 @@ class ArchiveRepository:
             )
         )
 
+    async def owner(self, agent_session_id: uuid.UUID) -> tuple[str | None, str | None]:
+        """The ``user_id`` and ``agent_id`` labels of an agent session (long-term memory's
+        scope)."""
+        row = (
+            await self.db.execute(
+                select(AgentSession.user_id, AgentSession.agent_id).where(
+                    AgentSession.tenant_id == self.scope.tenant_id,
+                    AgentSession.agent_session_id == agent_session_id,
+                )
+            )
+        ).one()
+        return row.user_id, row.agent_id
+
     async def insert(self, values: dict[str, Any]) -> Archive:
         result = await self.db.execute(
             insert(Archive).values(tenant_id=self.scope.tenant_id, **values).returning(Archive)

@@ -6,6 +6,7 @@ Each ``…Read`` is built from the ORM row or the domain value a service returne
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, Literal
 
@@ -13,6 +14,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from app.archives.service import ExpandedArchive, HistoryPage
 from app.archives.working_memory import RecordedDecision, WorkingMemory
+from app.memories.records import ProducedMemory
+from app.memories.schemas import MemoryReportRead, ProducedMemoryRead
 from app.models import Archive, ArchiveStatus, WmSectionVersion
 from app.sessions.schemas import MessageRead
 
@@ -72,6 +75,10 @@ class ArchiveRead(BaseModel):
     wm_tokens: int | None
     created_at: datetime
     finished_at: datetime | None
+    memories: MemoryReportRead | None = Field(
+        description="what long-term memory extraction did; null before the archive is done, "
+        "or when extraction is off"
+    )
 
     @classmethod
     def from_row(cls, row: Archive) -> ArchiveRead:
@@ -93,9 +100,15 @@ class WorkingMemoryRead(BaseModel):
     generator: str | None
     tokens: int
     is_legacy: bool = False
+    produced_memories: list[ProducedMemoryRead] = Field(
+        default_factory=list,
+        description="the long-term memory changes of the archive that produced this WM",
+    )
 
     @classmethod
-    def from_value(cls, working_memory: WorkingMemory) -> WorkingMemoryRead:
+    def from_value(
+        cls, working_memory: WorkingMemory, memories: Sequence[ProducedMemory] = ()
+    ) -> WorkingMemoryRead:
         sections = (
             {}
             if working_memory.is_legacy
@@ -111,6 +124,7 @@ class WorkingMemoryRead(BaseModel):
             generator=working_memory.generator,
             tokens=working_memory.tokens,
             is_legacy=working_memory.is_legacy,
+            produced_memories=[ProducedMemoryRead.from_value(memory) for memory in memories],
         )
 
 
@@ -120,6 +134,10 @@ class ArchiveExpanded(ArchiveRead):
     decisions: list[DecisionRead]
     messages: list[MessageRead]
     next_after_seq: int | None
+    produced_memories: list[ProducedMemoryRead] = Field(
+        description="the long-term memory changes this archive made (provenance: memories → "
+        "archive via their events, archive → memories here)"
+    )
 
     @classmethod
     def from_expanded(cls, expanded: ExpandedArchive) -> ArchiveExpanded:
@@ -134,6 +152,7 @@ class ArchiveExpanded(ArchiveRead):
                 for m in expanded.messages
             ],
             next_after_seq=expanded.next_after_seq,
+            produced_memories=[ProducedMemoryRead.from_value(m) for m in expanded.memories],
         )
 
 

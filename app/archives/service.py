@@ -20,6 +20,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.archives.repository import ArchiveRepository, SplitRow
 from app.archives.working_memory import RecordedDecision, WorkingMemory
 from app.errors import Conflict, NotFound
+from app.memories.records import ProducedMemory
+from app.memories.service import MemoryService
 from app.models import AgentSession, Archive, ArchiveStatus, WmSectionVersion
 from app.sessions.records import StoredMessage
 from app.sessions.service import AgentSessionService
@@ -55,11 +57,13 @@ def is_valid_split(end_seq: int, rows: dict[int, SplitRow], last_seq: int) -> bo
 
 @dataclass(frozen=True, slots=True)
 class ExpandedArchive:
-    """An archive with a page of its raw messages and the decisions recorded with it."""
+    """An archive with a page of its raw messages, the decisions recorded with it, and the
+    long-term memory changes it made."""
 
     archive: Archive
     messages: list[StoredMessage]
     decisions: list[RecordedDecision]
+    memories: list[ProducedMemory]
 
     @property
     def next_after_seq(self) -> int | None:
@@ -143,6 +147,7 @@ class ArchiveService:
         self.principal = principal
         self.agent_sessions = AgentSessionService(db, principal)
         self.archives = ArchiveRepository(db, principal.scope)
+        self.memories = MemoryService(db, principal)
 
     async def commit(self, agent_session_id: uuid.UUID, keep: int | None) -> CommitOutcome:
         # The row lock serialises commits (and appends) of one agent session.
@@ -311,7 +316,14 @@ class ArchiveService:
             limit=limit,
         )
         decisions = await self.archives.decisions(agent_session_id, archive_seq)
-        return ExpandedArchive(archive, messages, decisions)
+        memories = await self.memories.produced_by(agent_session_id, archive_seq)
+        return ExpandedArchive(archive, messages, decisions, memories)
+
+    async def memories_produced(
+        self, agent_session_id: uuid.UUID, archive_seq: int
+    ) -> list[ProducedMemory]:
+        """The long-term memory changes of an archive the caller has already seen."""
+        return await self.memories.produced_by(agent_session_id, archive_seq)
 
     async def page(
         self, agent_session_id: uuid.UUID, *, before_seq: int | None, limit: int

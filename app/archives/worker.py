@@ -1,9 +1,10 @@
 """Phase 2: the archive worker. Claims archives, produces working memory, writes it back.
 
 A job is an edge: it opens a short transaction to claim, another to read its input, calls the
-model with no transaction open, then writes the result in one transaction that re-checks the
-lease (DESIGN 6.2). Used by the in-process worker of ``workmem serve``, by ``workmem worker``
-processes, and by ``commit?wait=true`` to drain one agent session.
+model, extracts long-term memories and embeds them with no transaction open, then writes the
+result in one transaction that re-checks the lease (DESIGN 6.2). Used by the in-process worker
+of ``workmem serve``, by ``workmem worker`` processes, and by ``commit?wait=true`` to drain one
+agent session.
 """
 
 from __future__ import annotations
@@ -27,9 +28,13 @@ from app.archives.repository import Claim
 from app.db import Database
 from app.errors import Unavailable
 from app.llm.ports import PermanentModelError, TransientModelError
+from app.memories.extraction import MemoryExtractor
 from app.models import ArchiveStatus
 
 logger = logging.getLogger(__name__)
+
+OFFLINE_MEMORIES = MemoryExtractor.offline()
+"""The default memory extractor: rules and the 384-dimension hashing embedder (stateless)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,10 +53,14 @@ class ArchiveWorker:
         generator: WorkingMemoryGenerator,
         config: WorkerConfig | None = None,
         *,
+        memories: MemoryExtractor | None = OFFLINE_MEMORIES,
         name: str | None = None,
     ) -> None:
+        """``memories`` extracts and embeds each archive's long-term memories (the rules and
+        the hashing embedder unless configured); ``None`` turns extraction off."""
         self.database = database
         self.generator = generator
+        self.memories = memories
         self.config = config or WorkerConfig()
         self.name = name or f"worker-{uuid.uuid4().hex[:8]}"
         self.wakeup = asyncio.Event()
@@ -131,9 +140,15 @@ class ArchiveWorker:
                 work = await ArchiveJobService(db, claim.tenant_id).load(claim)
             stage = "generate"
             generated = await self.generator.generate(work.prior, work.messages)
+            # Never raises: a failure to extract or embed is reported, the WM goes on.
+            prepared = None
+            if self.memories is not None:
+                prepared = await self.memories.prepare(work.numbered)
             stage = "write"
             async with self.database.tenant(claim.tenant_id) as db:
-                await ArchiveJobService(db, claim.tenant_id).finish(claim, work, generated)
+                await ArchiveJobService(db, claim.tenant_id).finish(
+                    claim, work, generated, prepared
+                )
         except LeaseLost:
             logger.warning("lease lost; another worker owns the archive", extra=_ids(claim))
             return

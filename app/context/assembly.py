@@ -15,8 +15,10 @@ from typing import Any, Final
 from app.archives.working_memory import WorkingMemory
 from app.context.budget import Budget
 from app.context.outgoing import outgoing
+from app.context.recall import NO_RECALL, RECALL_SHARE, Recall, recall_block
 from app.context.summary import Summary, summarise
 from app.context.units import Dropped, fit_units, group_units, newest_user_index
+from app.memories.records import SearchHit
 from app.sessions.records import StoredMessage
 from app.wm.tokens import TokenCounter
 
@@ -76,10 +78,12 @@ class Assembly:
     hint_omitted: bool
     wm_layer: int
     """The layer the summary had after the newest user message and the hint took their share."""
+    recall: Recall = NO_RECALL
+    """The ``[Relevant Memories]`` block, when the request asked to recall."""
 
     @property
     def total(self) -> int:
-        return self.hint_tokens + self.wm_tokens + self.message_tokens
+        return self.hint_tokens + self.wm_tokens + self.recall.tokens + self.message_tokens
 
 
 def _omitted_ranges(
@@ -106,10 +110,12 @@ def assemble(
     working_memory: WorkingMemory | None,
     hint: Hint,
     counter: TokenCounter,
+    recalled: Sequence[SearchHit] = (),
 ) -> Assembly:
     """Decide what is sent. Priorities, highest first: the newest user message, the system-prompt
-    hint, the summary (within its layer), then raw messages newest first. ``working_memory`` is
-    the newest done archive's, ``None`` when no archive is done yet.
+    hint, the summary (within its layer), the recalled memories (at most a quarter of the usable
+    budget, right after the summary), then raw messages newest first. ``working_memory`` is the
+    newest done archive's, ``None`` when no archive is done yet.
 
     The hint and the summary give way to the newest user message: the summary layer is
     ``min(wm_layer, usable - hint - newest user message)``; the hint is left out only when it and
@@ -139,11 +145,15 @@ def assemble(
         noted_tokens = counter(noted)
         if noted_tokens + wm_tokens + forced_tokens <= usable:
             text, hint_tokens = noted, noted_tokens
-    fit = fit_units(units, usable - hint_tokens - wm_tokens)
+    room = max(0, min(usable // RECALL_SHARE, usable - hint_tokens - wm_tokens - forced_tokens))
+    recall = recall_block(recalled, room, counter)
+    fit = fit_units(units, usable - hint_tokens - wm_tokens - recall.tokens)
 
     messages: list[dict[str, Any]] = []
     if summary is not None and summary.text is not None:
         messages.append({"role": "user", "content": summary.text})
+    if recall.text is not None:
+        messages.append({"role": "user", "content": recall.text})
     sanitised = 0
     included: list[int] = []
     for unit in fit.included:
@@ -165,7 +175,8 @@ def assemble(
         hint_tokens=hint_tokens,
         wm_tokens=wm_tokens,
         message_tokens=fit.tokens,
-        over_budget=hint_tokens + wm_tokens + fit.tokens > usable,
+        over_budget=hint_tokens + wm_tokens + recall.tokens + fit.tokens > usable,
         hint_omitted=hint_omitted,
         wm_layer=layer,
+        recall=recall,
     )

@@ -19,9 +19,10 @@ from app.context.budget import (
     plan_budget,
 )
 from app.context.schemas import CompactCommit, CompactRead, ContextRead
-from app.context.service import ContextService
-from app.deps import DatabaseDep, SettingsDep, WorkerDep
+from app.context.service import ContextService, RecallRequest
+from app.deps import DatabaseDep, EmbedderDep, SettingsDep, WorkerDep
 from app.errors import InvalidInput
+from app.memories.service import RECALL_LIMIT, embed_query
 from app.tenancy.auth import Reader, Writer
 
 router = APIRouter(prefix="/v1/sessions", tags=["context"])
@@ -60,10 +61,39 @@ ContextBudget = Annotated[Budget, Depends(context_budget)]
 
 @router.get("/{agent_session_id}/context")
 async def get_context(
-    agent_session_id: uuid.UUID, principal: Reader, database: DatabaseDep, budget: ContextBudget
+    agent_session_id: uuid.UUID,
+    principal: Reader,
+    database: DatabaseDep,
+    settings: SettingsDep,
+    embedder: EmbedderDep,
+    budget: ContextBudget,
+    recall: Annotated[
+        str | None,
+        Query(
+            min_length=1,
+            max_length=2000,
+            description="add the user's long-term memories most relevant to this text as a "
+            "[Relevant Memories] message after the summary",
+        ),
+    ] = None,
+    recall_limit: Annotated[int, Query(ge=1, le=RECALL_LIMIT)] = RECALL_LIMIT,
+    recall_min_score: Annotated[
+        float | None,
+        Query(
+            ge=-1, le=1, description="least cosine similarity (default WORKMEM_MEMORY_MIN_SCORE)"
+        ),
+    ] = None,
 ) -> ContextRead:
+    request = None
+    if recall is not None:
+        # Embedded before the transaction opens: the embedder may call a server.
+        request = RecallRequest(
+            await embed_query(embedder, recall, name="recall"),
+            limit=recall_limit,
+            min_score=settings.memory_min_score if recall_min_score is None else recall_min_score,
+        )
     async with database.tenant(principal.tenant_id) as db:
-        context = await ContextService(db, principal).assemble(agent_session_id, budget)
+        context = await ContextService(db, principal).assemble(agent_session_id, budget, request)
     return ContextRead.from_assembled(context)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import uuid
 from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -82,8 +83,9 @@ class ContextTokens(BaseModel):
     wm_layer: int = Field(description="the most the summary could take in this request")
     system_prompt_addition: int
     wm: int = Field(description="the summary message as sent")
+    memories: int = Field(default=0, description="the [Relevant Memories] message as sent")
     messages: int = Field(description="the raw messages as sent, from their stored counts")
-    total: int = Field(description="system_prompt_addition + wm + messages")
+    total: int = Field(description="system_prompt_addition + wm + memories + messages")
     history_total: int = Field(description="the whole history, from the agent session's counter")
     over_budget: bool = Field(
         description="total > usable: only when the newest user message alone is larger"
@@ -126,6 +128,24 @@ class ContextStats(BaseModel):
     wm_cuts: list[WmCutRead] = Field(description="reductions of the summary, in the order made")
     summary_omitted: bool = Field(description="a summary exists but not even its skeleton fit")
     hint_omitted: bool
+    recall: RecallStats | None = Field(
+        default=None, description="what recall=<query> found and sent; null without recall"
+    )
+
+
+class RecalledMemory(BaseModel):
+    id: uuid.UUID
+    category: str
+    score: float = Field(description="cosine similarity to the recall query")
+    updated_at: datetime
+
+
+class RecallStats(BaseModel):
+    query: str
+    min_score: float
+    found: int = Field(description="memories above min_score the search returned (at most 5)")
+    memories: list[RecalledMemory] = Field(description="those sent, in the order sent")
+    left_out: int = Field(description="found but left out to fit the token budget")
 
 
 class ContextRead(BaseModel):
@@ -188,6 +208,7 @@ class ContextRead(BaseModel):
                 wm_layer=result.wm_layer,
                 system_prompt_addition=result.hint_tokens,
                 wm=result.wm_tokens,
+                memories=result.recall.tokens,
                 messages=result.message_tokens,
                 total=result.total,
                 history_total=agent_session.total_tokens,
@@ -214,6 +235,23 @@ class ContextRead(BaseModel):
                 ],
                 summary_omitted=summary is not None and summary.text is None,
                 hint_omitted=result.hint_omitted,
+                recall=None
+                if context.recall is None
+                else RecallStats(
+                    query=context.recall.query.text,
+                    min_score=context.recall.min_score,
+                    found=context.recalled,
+                    memories=[
+                        RecalledMemory(
+                            id=hit.memory.memory_id,
+                            category=hit.memory.category,
+                            score=hit.score,
+                            updated_at=hit.memory.updated_at,
+                        )
+                        for hit in result.recall.included
+                    ],
+                    left_out=result.recall.left_out,
+                ),
             ),
         )
 

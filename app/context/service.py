@@ -3,7 +3,8 @@
 Cost depends on the tail and the working memory, never on history: the agent-session row, the
 newest archives by primary key (index columns only), the newest done archive's seven section rows,
 and the messages after that archive read newest first in growing seq ranges until the budget is
-full. Returns an ``AssembledContext``; the endpoint shapes the answer.
+full; with recall, one hybrid search of the user's long-term memories. Returns an
+``AssembledContext``; the endpoint shapes the answer.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from app.context.hint import (
     listed_archives,
     system_prompt_addition,
 )
+from app.memories.records import SearchHit
+from app.memories.service import RECALL_LIMIT, MemoryQuery, MemoryService
 from app.models import AgentSession, Archive
 from app.sessions.records import StoredMessage
 from app.sessions.service import AgentSessionService
@@ -45,6 +48,18 @@ class AssembledContext:
     working_memory: WorkingMemory | None
     window: Window
     assembly: Assembly
+    recall: RecallRequest | None = None
+    recalled: int = 0
+    """Memories the recall search returned (before the budget)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RecallRequest:
+    """``recall=<query>`` of a context request, embedded before the transaction opened."""
+
+    query: MemoryQuery
+    limit: int = RECALL_LIMIT
+    min_score: float = 0.0
 
 
 class ContextService:
@@ -53,10 +68,23 @@ class ContextService:
     ) -> None:
         self.agent_sessions = AgentSessionService(db, principal)
         self.archives = ArchiveService(db, principal)
+        self.memories = MemoryService(db, principal)
         self.counter = counter
 
-    async def assemble(self, agent_session_id: uuid.UUID, budget: Budget) -> AssembledContext:
+    async def assemble(
+        self, agent_session_id: uuid.UUID, budget: Budget, recall: RecallRequest | None = None
+    ) -> AssembledContext:
+        """The context of an agent session; with ``recall``, its user's long-term memories
+        most relevant to the query go in as a ``[Relevant Memories]`` block."""
         agent_session = await self.agent_sessions.get(agent_session_id)
+        recalled: list[SearchHit] = []
+        if recall is not None:
+            recalled = await self.memories.recall(
+                recall.query,
+                user_id=agent_session.user_id,
+                limit=recall.limit,
+                min_score=recall.min_score,
+            )
         index = await self.archives.index(agent_session_id, limit=ARCHIVE_INDEX_LIMIT)
         working_memory = None
         if agent_session.archive_count:
@@ -83,9 +111,16 @@ class ContextService:
             ),
         )
         result = assemble(
-            budget, window, working_memory=working_memory, hint=hint, counter=self.counter
+            budget,
+            window,
+            working_memory=working_memory,
+            hint=hint,
+            counter=self.counter,
+            recalled=recalled,
         )
-        return AssembledContext(agent_session, budget, index, working_memory, window, result)
+        return AssembledContext(
+            agent_session, budget, index, working_memory, window, result, recall, len(recalled)
+        )
 
     async def _window(self, agent_session: AgentSession, floor_seq: int, usable: int) -> Window:
         """The newest messages after ``floor_seq``, read newest first, until they hold more tokens

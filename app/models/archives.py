@@ -112,6 +112,8 @@ class Archive(Base):
     archived_tokens: Mapped[int] = mapped_column(BigInteger, server_default=text("0"))
     wm_tokens: Mapped[int | None] = mapped_column(Integer)
     finished_at: Mapped[datetime | None]
+    memories: Mapped[dict[str, Any] | None]
+    """What long-term memory extraction did for this archive (``app.memories.records``)."""
 
 
 class WmSectionVersion(Base):

@@ -7,7 +7,6 @@ current in O(1) per message (DESIGN 5). Flushes, never commits.
 
 from __future__ import annotations
 
-import base64
 import json
 import uuid
 from collections.abc import Sequence
@@ -19,8 +18,10 @@ import psycopg
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.config import Settings
+from app.cursors import decode_cursor, encode_cursor
 from app.db import driver
 from app.errors import Conflict, Forbidden, InvalidInput, NotFound, PayloadTooLarge
+from app.memories.service import MemoryService
 from app.models import AgentSession
 from app.sessions.records import NewestArchive, StoredMessage
 from app.sessions.repository import (
@@ -70,22 +71,6 @@ def _utc(moment: datetime) -> datetime:
     if moment.tzinfo is None:
         return moment.replace(tzinfo=UTC)
     return moment.astimezone(UTC)
-
-
-def encode_cursor(created_at: datetime, agent_session_id: uuid.UUID) -> str:
-    raw = f"{created_at.isoformat()}|{agent_session_id}".encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
-
-
-def decode_cursor(cursor: str) -> tuple[datetime, uuid.UUID]:
-    try:
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
-        created_at, agent_session_id = raw.split("|", 1)
-        return datetime.fromisoformat(created_at), uuid.UUID(agent_session_id)
-    except (ValueError, UnicodeDecodeError) as error:
-        raise InvalidInput(
-            "the cursor is not valid", errors=[{"loc": ["query", "cursor"], "msg": str(error)}]
-        ) from error
 
 
 @dataclass(frozen=True, slots=True)
@@ -305,6 +290,10 @@ class AgentSessionService:
         return rows[:limit], encode_cursor(last.created_at, last.agent_session_id)
 
     async def delete(self, agent_session_id: uuid.UUID) -> None:
+        """Delete the agent session and everything derived from it; its long-term memories are
+        erased first (rows removed, events left with ids only), in the same transaction."""
+        await self.get(agent_session_id, lock=True)
+        await MemoryService(self.db, self.principal).erase_agent_session(agent_session_id)
         if not await self.agent_sessions.delete(agent_session_id):
             raise NotFound(f"agent session {agent_session_id} not found")
 

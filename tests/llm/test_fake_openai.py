@@ -246,7 +246,7 @@ def test_a_request_without_a_key_is_a_401(http: httpx.Client, fake_openai: FakeO
 
 
 def test_an_unknown_path_is_a_404(http: httpx.Client, fake_openai: FakeOpenAI) -> None:
-    response = http.post(f"{fake_openai.base_url}/embeddings", json={}, headers=AUTH)
+    response = http.post(f"{fake_openai.base_url}/images/generations", json={}, headers=AUTH)
 
     assert response.status_code == 404
 

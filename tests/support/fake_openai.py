@@ -1,14 +1,20 @@
 """A local OpenAI-compatible HTTP server for tests: scripted chat replies, strict request checks.
 
-Owns serving ``POST /v1/chat/completions`` on a free loopback port from a background thread,
-replying from a queue of scripted replies, recording every request, and rejecting (400) request
-bodies that a strict OpenAI server would reject. Never generates text and never leaves loopback.
+Owns serving ``POST /v1/chat/completions`` and ``POST /v1/embeddings`` on a free loopback port
+from a background thread, replying from queues of scripted replies, recording every request, and
+rejecting (400) request bodies that a strict OpenAI server would reject. Embeddings are a
+deterministic bag of words (similar texts get similar vectors); it never generates text and never
+leaves loopback.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
+import math
 import re
+import struct
 import sys
 import threading
 import time
@@ -75,6 +81,17 @@ class DelayedReply:
 
 
 Reply = ToolCallReply | TextReply | ErrorReply | RawReply | DelayedReply
+
+
+@dataclass(frozen=True, slots=True)
+class EmbeddingReply:
+    """The computed embeddings, but ``size`` floats each instead of what was asked for: a
+    server that ignores ``dimensions`` or serves another model."""
+
+    size: int
+
+
+EmbeddingScript = EmbeddingReply | ErrorReply | RawReply
 
 
 @dataclass(frozen=True, slots=True)
@@ -360,6 +377,68 @@ def check_chat_request(body: object) -> None:
         raise InvalidChatRequestError("Streaming is not supported by this test server.", "stream")
 
 
+_EMBEDDING_KEYS = frozenset({"model", "input", "dimensions", "encoding_format", "user"})
+MAX_EMBEDDING_INPUTS = 2048
+
+
+def check_embeddings_request(body: object, native_dim: int) -> None:
+    """Raise ``InvalidChatRequestError`` if a strict server would reject this embeddings body.
+
+    Stricter than OpenAI in one way: inputs given as token arrays are refused too (the service
+    only ever sends text).
+    """
+    if not isinstance(body, dict):
+        raise InvalidChatRequestError("The request body must be a JSON object.")
+    unknown = sorted(set(body) - _EMBEDDING_KEYS)
+    if unknown:
+        raise InvalidChatRequestError(
+            f"Unrecognized request argument supplied: {', '.join(unknown)}", unknown[0]
+        )
+    model = body.get("model")
+    if not isinstance(model, str) or not model:
+        raise InvalidChatRequestError("Missing required parameter: 'model'.", "model")
+    inputs = body.get("input")
+    if isinstance(inputs, str):
+        inputs = [inputs]
+    if (
+        not isinstance(inputs, list)
+        or not 1 <= len(inputs) <= MAX_EMBEDDING_INPUTS
+        or not all(isinstance(item, str) and item for item in inputs)
+    ):
+        raise InvalidChatRequestError(
+            "'input' must be a non-empty string or an array of 1 to 2048 non-empty strings.",
+            "input",
+        )
+    dimensions = body.get("dimensions")
+    if "dimensions" in body and (
+        isinstance(dimensions, bool)
+        or not isinstance(dimensions, int)
+        or not 1 <= dimensions <= native_dim
+    ):
+        raise InvalidChatRequestError(
+            f"Invalid 'dimensions': expected an integer from 1 to {native_dim}.", "dimensions"
+        )
+    if body.get("encoding_format", "float") not in ("float", "base64"):
+        raise InvalidChatRequestError(
+            "Invalid 'encoding_format': expected 'float' or 'base64'.", "encoding_format"
+        )
+
+
+def bag_of_words_vector(text: str, size: int) -> list[float]:
+    """A unit vector: the sum of one pseudo-random direction per lower-cased word."""
+    total = [0.0] * size
+    for word in re.findall(r"\w+", text.lower()):
+        stream = b""
+        counter = 0
+        while len(stream) < 4 * size:
+            stream += hashlib.sha256(f"{word}:{counter}".encode()).digest()
+            counter += 1
+        for index, (raw,) in enumerate(struct.iter_unpack("<i", stream[: 4 * size])):
+            total[index] += raw / 2**31
+    norm = math.sqrt(sum(value * value for value in total)) or 1.0
+    return [value / norm for value in total]
+
+
 _DEFAULT_ERRORS: Mapping[int, tuple[str, str, str | None]] = {
     400: ("Invalid request.", "invalid_request_error", None),
     401: ("Incorrect API key provided.", "invalid_request_error", "invalid_api_key"),
@@ -490,10 +569,15 @@ class FakeOpenAI:
     not consume a reply.
     """
 
-    def __init__(self, *, default_reply: Reply = TextReply("ok")) -> None:
+    def __init__(
+        self, *, default_reply: Reply = TextReply("ok"), embedding_dim: int = 1536
+    ) -> None:
         self.default_reply: Reply = default_reply
+        # The size of every model's own vectors; a request's ``dimensions`` may ask for fewer.
+        self.embedding_dim = embedding_dim
         self._lock = threading.Lock()
         self._replies: deque[Reply] = deque()
+        self._embedding_replies: deque[EmbeddingScript] = deque()
         self._requests: list[RecordedRequest] = []
         self._errors: list[str] = []
         self._stopping = threading.Event()
@@ -509,6 +593,11 @@ class FakeOpenAI:
         """Replace the queue with these replies."""
         with self._lock:
             self._replies = deque(replies)
+
+    def push_embeddings(self, *replies: EmbeddingScript) -> None:
+        """Script the next embeddings responses; once used up, embeddings are computed."""
+        with self._lock:
+            self._embedding_replies.extend(replies)
 
     @property
     def pending_replies(self) -> int:
@@ -591,6 +680,8 @@ class FakeOpenAI:
     def _decide(
         self, method: str, path: str, headers: Mapping[str, str], raw: bytes, body: Any
     ) -> _Response:
+        if method == "POST" and path.rstrip("/") == "/v1/embeddings":
+            return self._embeddings(headers, raw, body)
         if method != "POST" or path.rstrip("/") != "/v1/chat/completions":
             return _error_response(
                 404, f"Unknown request URL: {method} {path}.", error_type="invalid_request_error"
@@ -619,6 +710,55 @@ class FakeOpenAI:
             reply = self._replies.popleft() if self._replies else self.default_reply
             number = len(self._requests) + 1
         return _render(reply, body, number)
+
+    def _embeddings(self, headers: Mapping[str, str], raw: bytes, body: Any) -> _Response:
+        authorization = headers.get("authorization", "")
+        if not authorization.startswith("Bearer ") or not authorization[7:].strip():
+            return _error_response(
+                401,
+                "You didn't provide an API key.",
+                error_type="invalid_request_error",
+                code="invalid_api_key",
+            )
+        if body is None and raw:
+            return _error_response(
+                400,
+                "We could not parse the JSON body of your request.",
+                error_type="invalid_request_error",
+            )
+        try:
+            check_embeddings_request(body, self.embedding_dim)
+        except InvalidChatRequestError as error:
+            return _error_response(
+                400, error.message, error_type="invalid_request_error", param=error.param
+            )
+        with self._lock:
+            scripted = self._embedding_replies.popleft() if self._embedding_replies else None
+        if isinstance(scripted, ErrorReply | RawReply):
+            return _render(scripted, body, 0)
+        inputs = [body["input"]] if isinstance(body["input"], str) else body["input"]
+        size = body.get("dimensions", self.embedding_dim) if scripted is None else scripted.size
+        vectors = [bag_of_words_vector(text, size) for text in inputs]
+        as_base64 = body.get("encoding_format") == "base64"
+        tokens = sum(len(text.split()) for text in inputs)
+        return _json_response(
+            200,
+            {
+                "object": "list",
+                "data": [
+                    {
+                        "object": "embedding",
+                        "index": index,
+                        "embedding": base64.b64encode(struct.pack(f"<{len(v)}f", *v)).decode()
+                        if as_base64
+                        else v,
+                    }
+                    for index, v in enumerate(vectors)
+                ],
+                "model": body["model"],
+                "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+            },
+        )
 
     def _record_error(self, message: str) -> None:
         with self._lock:

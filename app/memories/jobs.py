@@ -1,0 +1,146 @@
+"""The write of an archive's memory changes, inside the archive's own phase-2 transaction.
+
+Owns applying prepared candidates in order: for each, the stored memories that bear on it are
+read, ``changes.decide`` says ADD, UPDATE or SUPERSEDE, the rows change and every change is a
+``memory_events`` row naming the archive and message seqs it came from. Writes of one user are
+serialised by a transaction-level advisory lock. Never embeds or calls a model (``extraction``
+did, with no transaction open) and never commits (the archive job owns the transaction).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import func
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.memories.changes import SLOTTED_CATEGORIES, decide
+from app.memories.extraction import Prepared
+from app.memories.records import Candidate, EventKind, MemoryReport, Source
+from app.memories.repository import MemoryRepository
+from app.memories.store import MemoryStore
+from app.models import Memory
+from app.tenancy.principal import Scope
+
+
+class MemoryJobService:
+    """What phase 2 writes for long-term memory, under the claimed archive's tenant."""
+
+    def __init__(self, db: AsyncSession, tenant_id: uuid.UUID) -> None:
+        self.store = MemoryStore(db, Scope(tenant_id))
+        self.memories = MemoryRepository(db, Scope(tenant_id))
+
+    async def apply(self, prepared: Prepared, source: Source) -> MemoryReport:
+        """Store ``prepared``'s candidates for ``source``; the report says what happened."""
+        if prepared.failed is not None or not prepared.extraction.candidates:
+            return prepared.report()
+        await self.store.lock_user(source.user_id)
+        counts = {EventKind.ADD: 0, EventKind.UPDATE: 0, EventKind.SUPERSEDE: 0}
+        actor = f"extractor:{prepared.extraction.extractor}"
+        events: list[dict[str, Any]] = []
+        for candidate, vector in zip(prepared.extraction.candidates, prepared.vectors, strict=True):
+            model = prepared.embedding_model
+            category = candidate.category.value
+            nearest = await self.store.nearest(source.user_id, category, vector, model)
+            same_slot = []
+            if candidate.slot is not None and candidate.category in SLOTTED_CATEGORIES:
+                same_slot = await self.store.same_slot(
+                    source.user_id, category, candidate.slot, vector, model
+                )
+            change = decide(
+                candidate,
+                nearest=nearest,
+                same_slot=same_slot,
+                duplicate_similarity=prepared.duplicate_similarity,
+            )
+            values = _values(candidate, source, vector, model)
+            event = {
+                "user_id": source.user_id,
+                "event": change.kind.value,
+                "new_content": candidate.content,
+                "agent_session_id": source.agent_session_id,
+                "archive_seq": source.archive_seq,
+                "source_seqs": list(candidate.source_seqs),
+                "actor": actor,
+                "details": {
+                    "reason": change.reason,
+                    "category": category,
+                    "rule": candidate.rule,
+                    "confidence": candidate.confidence,
+                    "nearest_similarity": None if nearest is None else round(nearest.similarity, 4),
+                },
+            }
+            counts[change.kind] += 1
+            if change.target is not None:
+                # A restatement keeps the higher confidence and takes the newest wording and
+                # provenance: the memory now says what its newest source said.
+                values["confidence"] = func.greatest(Memory.confidence, candidate.confidence)
+                await self.store.rewrite(change.target.memory_id, values)
+                events.append(
+                    {
+                        **event,
+                        "memory_id": change.target.memory_id,
+                        "old_content": change.target.content,
+                    }
+                )
+                continue
+            memory_id = await self.store.insert(
+                {"user_id": source.user_id, "category": category, **values}
+            )
+            if not change.superseded:
+                events.append({**event, "memory_id": memory_id})
+                continue
+            await self.store.supersede([row.memory_id for row in change.superseded], memory_id)
+            events += [
+                {
+                    **event,
+                    "memory_id": memory_id,
+                    "related_memory_id": row.memory_id,
+                    "old_content": row.content,
+                }
+                for row in change.superseded
+            ]
+        await self.memories.insert_events(events)
+        return prepared.report(
+            added=counts[EventKind.ADD],
+            updated=counts[EventKind.UPDATE],
+            superseded=counts[EventKind.SUPERSEDE],
+        )
+
+    async def count_stale(self, model: str) -> int:
+        """Memories of the tenant not embedded by ``model``."""
+        return await self.store.count_stale(model)
+
+    async def stale(
+        self, model: str, *, after: uuid.UUID | None, limit: int
+    ) -> list[tuple[uuid.UUID, str]]:
+        return await self.store.stale(model, after=after, limit=limit)
+
+    async def store_embeddings(
+        self, rows: Sequence[tuple[uuid.UUID, str]], vectors: Sequence[list[float]], model: str
+    ) -> int:
+        """Write re-computed vectors; a memory whose text changed meanwhile keeps its old one
+        (the next run picks it up). Returns how many were written."""
+        written = 0
+        for (memory_id, content), vector in zip(rows, vectors, strict=True):
+            written += await self.store.set_embedding(memory_id, content, vector, model)
+        return written
+
+
+def _values(
+    candidate: Candidate, source: Source, vector: list[float], model: str
+) -> dict[str, Any]:
+    return {
+        "content": candidate.content,
+        "confidence": candidate.confidence,
+        "slot": candidate.slot,
+        "slot_value": candidate.slot_value,
+        "agent_session_id": source.agent_session_id,
+        "agent_id": source.agent_id,
+        "archive_seq": source.archive_seq,
+        "source_seqs": list(candidate.source_seqs),
+        "embedding": vector,
+        "embedding_model": model,
+    }

@@ -1,0 +1,374 @@
+"""SQL for reading long-term memories and their events: search, browse, audit, erasure.
+
+Scoped to one tenant (and for a user-bound credential, one user: it sees only that user's
+memories and events). Vectors are compared only with vectors of the same embedder
+(``embedding_model``). Returns ``records`` values, never ORM rows, and never reads a vector
+back. The phase-2 writes and re-embedding are ``store``. Flushes, never commits.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import (
+    ColumnElement,
+    delete,
+    insert,
+    or_,
+    select,
+    text,
+    tuple_,
+    update,
+)
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.memories.ranking import RRF_K, SCORE_DIGITS
+from app.memories.records import ProducedMemory, SearchHit, StoredEvent, StoredMemory
+from app.models import Memory, MemoryEvent
+from app.tenancy.principal import Scope
+
+_MEMORY_COLUMNS = (
+    Memory.memory_id,
+    Memory.user_id,
+    Memory.agent_id,
+    Memory.category,
+    Memory.slot,
+    Memory.slot_value,
+    Memory.content,
+    Memory.confidence,
+    Memory.agent_session_id,
+    Memory.archive_seq,
+    Memory.source_seqs,
+    Memory.embedding_model,
+    Memory.superseded_by,
+    Memory.created_at,
+    Memory.updated_at,
+)
+_EVENT_COLUMNS = (
+    MemoryEvent.event_id,
+    MemoryEvent.memory_id,
+    MemoryEvent.related_memory_id,
+    MemoryEvent.event,
+    MemoryEvent.old_content,
+    MemoryEvent.new_content,
+    MemoryEvent.agent_session_id,
+    MemoryEvent.archive_seq,
+    MemoryEvent.source_seqs,
+    MemoryEvent.actor,
+    MemoryEvent.details,
+    MemoryEvent.created_at,
+)
+
+_COLUMN_DIMENSION = text(
+    "SELECT atttypmod FROM pg_attribute"
+    " WHERE attrelid = to_regclass('memories') AND attname = 'embedding' AND NOT attisdropped"
+)
+
+
+async def column_dimension(db: AsyncSession) -> int | None:
+    """The dimension of ``memories.embedding`` (pgvector keeps it as the type modifier), or
+    ``None`` when the table does not exist yet."""
+    found = await db.scalar(_COLUMN_DIMENSION)
+    return None if found is None or found < 1 else int(found)
+
+
+def vector_text(vector: Sequence[float]) -> str:
+    return "[" + ",".join(map(str, vector)) + "]"
+
+
+# One statement: each retriever is ORDER BY … LIMIT on its own index — HNSW for the vector, GIN
+# for the text (websearch syntax: all words, "quoted phrases", or, -word) through
+# workmem_memory_text_candidates, which the schema's revision explains — then reciprocal rank
+# fusion, the min_score cut on the rounded cosine similarity, ties by recency and id, and only
+# the final rows are read. Only like vectors are compared; both retrievers see the same rows
+# (the tenant, the key's user, the filters, current memories unless asked). Text SQL, as the
+# claim of the archive worker is: CTEs, window functions and a set-returning function read best
+# as written.
+_SEARCH = text(
+    """
+WITH by_vector AS (
+    SELECT memory_id, 1 - distance AS similarity, updated_at,
+           row_number() OVER (ORDER BY distance, memory_id) AS rank
+    FROM (
+        SELECT memory_id, updated_at, embedding <=> CAST(:vector AS vector) AS distance
+        FROM memories
+        WHERE tenant_id = :tenant_id AND embedding_model = :model
+          AND (:include_superseded OR superseded_by IS NULL)
+          AND (CAST(:bound_user AS text) IS NULL OR user_id = CAST(:bound_user AS text))
+          AND (CAST(:user_id AS text) IS NULL OR user_id = CAST(:user_id AS text))
+          AND (CAST(:category AS text) IS NULL OR category = CAST(:category AS text))
+        ORDER BY embedding <=> CAST(:vector AS vector)
+        LIMIT :per_retriever
+    ) AS nearest
+), by_text AS (
+    SELECT memory_id, similarity, updated_at,
+           row_number() OVER (ORDER BY text_rank DESC, memory_id) AS rank
+    FROM workmem_memory_text_candidates(
+        CAST(:query AS text), CAST(:vector AS vector), CAST(:per_retriever AS integer),
+        CAST(:model AS text), CAST(:bound_user AS text), CAST(:user_id AS text),
+        CAST(:category AS text), CAST(:include_superseded AS boolean))
+), fused AS (
+    SELECT memory_id, min(vector_rank) AS vector_rank, min(text_rank) AS text_rank,
+           sum(1.0::float8 / (:rrf_k + rank)) AS fused,
+           round(max(similarity)::numeric, :digits) AS score, max(updated_at) AS updated_at
+    FROM (
+        SELECT memory_id, rank AS vector_rank, NULL::bigint AS text_rank, rank, similarity,
+               updated_at
+        FROM by_vector
+        UNION ALL
+        SELECT memory_id, NULL::bigint, rank, rank, similarity, updated_at FROM by_text
+    ) AS ranked
+    GROUP BY memory_id
+), best AS (
+    SELECT * FROM fused
+    WHERE score >= :min_score
+    ORDER BY fused DESC, updated_at DESC, memory_id
+    LIMIT :limit
+)
+SELECT b.vector_rank, b.text_rank, b.fused, b.score,
+       m.memory_id, m.user_id, m.agent_id, m.category, m.slot, m.slot_value, m.content,
+       m.confidence, m.agent_session_id, m.archive_seq, m.source_seqs, m.embedding_model,
+       m.superseded_by, m.created_at, m.updated_at
+FROM best b
+JOIN memories m ON m.tenant_id = :tenant_id AND m.memory_id = b.memory_id
+ORDER BY b.fused DESC, b.updated_at DESC, b.memory_id
+"""
+)
+
+
+def _memory_at(row: Sequence[Any], start: int) -> StoredMemory:
+    """The ``StoredMemory`` of a driver row whose memory columns begin at ``start``."""
+    values = row[start:]
+    return StoredMemory(
+        memory_id=values[0],
+        user_id=values[1],
+        agent_id=values[2],
+        category=values[3],
+        slot=values[4],
+        slot_value=values[5],
+        content=values[6],
+        confidence=values[7],
+        agent_session_id=values[8],
+        archive_seq=values[9],
+        source_seqs=tuple(values[10]),
+        embedding_model=values[11],
+        superseded_by=values[12],
+        created_at=values[13],
+        updated_at=values[14],
+    )
+
+
+def _event(row: Any) -> StoredEvent:
+    return StoredEvent(
+        event_id=row.event_id,
+        memory_id=row.memory_id,
+        related_memory_id=row.related_memory_id,
+        event=row.event,
+        old_content=row.old_content,
+        new_content=row.new_content,
+        agent_session_id=row.agent_session_id,
+        archive_seq=row.archive_seq,
+        source_seqs=tuple(row.source_seqs),
+        actor=row.actor,
+        details=row.details,
+        created_at=row.created_at,
+    )
+
+
+def user_is(column: Any, user_id: str | None) -> Any:
+    return column.is_(None) if user_id is None else column == user_id
+
+
+class MemoryRepository:
+    def __init__(self, db: AsyncSession, scope: Scope) -> None:
+        self.db = db
+        self.scope = scope
+
+    def _visible(self) -> list[Any]:
+        conditions: list[Any] = [Memory.tenant_id == self.scope.tenant_id]
+        if self.scope.user_id is not None:
+            conditions.append(Memory.user_id == self.scope.user_id)
+        return conditions
+
+    def _visible_events(self) -> list[Any]:
+        conditions: list[Any] = [MemoryEvent.tenant_id == self.scope.tenant_id]
+        if self.scope.user_id is not None:
+            conditions.append(MemoryEvent.user_id == self.scope.user_id)
+        return conditions
+
+    async def insert_events(self, rows: Sequence[dict[str, Any]]) -> None:
+        if rows:
+            await self.db.execute(
+                insert(MemoryEvent), [{"tenant_id": self.scope.tenant_id, **row} for row in rows]
+            )
+
+    # --- search and reads --------------------------------------------------------------------
+
+    async def search(
+        self,
+        *,
+        query: str,
+        vector: Sequence[float],
+        model: str,
+        per_retriever: int,
+        user_id: str | None,
+        category: str | None,
+        include_superseded: bool,
+        min_score: float,
+        limit: int,
+    ) -> list[SearchHit]:
+        """Hybrid search of the visible memories made by embedder ``model``, best first."""
+        result = await self.db.execute(
+            _SEARCH,
+            {
+                "tenant_id": self.scope.tenant_id,
+                "bound_user": self.scope.user_id,
+                "user_id": user_id,
+                "category": category,
+                "include_superseded": include_superseded,
+                "model": model,
+                "vector": vector_text(vector),
+                "query": query,
+                "per_retriever": per_retriever,
+                "rrf_k": RRF_K,
+                "digits": SCORE_DIGITS,
+                "min_score": min_score,
+                "limit": limit,
+            },
+        )
+        return [
+            SearchHit(
+                memory=_memory_at(row, 4),
+                score=float(row[3]),
+                vector_rank=row[0],
+                text_rank=row[1],
+                fused=round(row[2], 8),
+            )
+            for row in result.all()
+        ]
+
+    async def page(
+        self,
+        *,
+        user_id: str | None,
+        agent_id: str | None,
+        category: str | None,
+        include_superseded: bool,
+        before: tuple[datetime, uuid.UUID] | None,
+        limit: int,
+    ) -> list[StoredMemory]:
+        """Visible memories, newest first, before ``(created_at, memory_id)``."""
+        statement = select(*_MEMORY_COLUMNS).where(*self._visible())
+        if user_id is not None:
+            statement = statement.where(Memory.user_id == user_id)
+        if agent_id is not None:
+            statement = statement.where(Memory.agent_id == agent_id)
+        if category is not None:
+            statement = statement.where(Memory.category == category)
+        if not include_superseded:
+            statement = statement.where(Memory.superseded_by.is_(None))
+        if before is not None:
+            statement = statement.where(
+                tuple_(Memory.created_at, Memory.memory_id) < tuple_(*before)
+            )
+        statement = statement.order_by(Memory.created_at.desc(), Memory.memory_id.desc())
+        rows = await self.db.execute(statement.limit(limit))
+        return [_memory_at(row, 0) for row in rows.all()]
+
+    async def get(self, memory_id: uuid.UUID) -> StoredMemory | None:
+        row = (
+            await self.db.execute(
+                select(*_MEMORY_COLUMNS).where(*self._visible(), Memory.memory_id == memory_id)
+            )
+        ).first()
+        return None if row is None else _memory_at(row, 0)
+
+    async def events(self, memory_id: uuid.UUID) -> list[StoredEvent]:
+        """Every event of the memory, or naming it (a memory it superseded), oldest first."""
+        rows = await self.db.execute(
+            select(*_EVENT_COLUMNS)
+            .where(
+                *self._visible_events(),
+                or_(
+                    MemoryEvent.memory_id == memory_id,
+                    MemoryEvent.related_memory_id == memory_id,
+                ),
+            )
+            .order_by(MemoryEvent.event_id)
+        )
+        return [_event(row) for row in rows.all()]
+
+    async def produced_by(
+        self, agent_session_id: uuid.UUID, archive_seq: int
+    ) -> list[ProducedMemory]:
+        """The changes archive ``archive_seq`` made, each with its memory as it is now."""
+        rows = await self.db.execute(
+            select(
+                MemoryEvent.event,
+                MemoryEvent.memory_id.label("changed_id"),
+                MemoryEvent.source_seqs.label("event_seqs"),
+                *_MEMORY_COLUMNS,
+            )
+            .outerjoin(
+                Memory,
+                (Memory.tenant_id == MemoryEvent.tenant_id)
+                & (Memory.memory_id == MemoryEvent.memory_id),
+            )
+            .where(
+                *self._visible_events(),
+                MemoryEvent.agent_session_id == agent_session_id,
+                MemoryEvent.archive_seq == archive_seq,
+            )
+            .order_by(MemoryEvent.event_id)
+        )
+        return [
+            ProducedMemory(
+                event=row.event,
+                memory_id=row.changed_id,
+                source_seqs=tuple(row.event_seqs),
+                memory=None if row.memory_id is None else _memory_at(row, 3),
+            )
+            for row in rows.all()
+        ]
+
+    # --- erasure -----------------------------------------------------------------------------
+
+    async def delete(
+        self, *, memory_id: uuid.UUID | None = None, agent_session_id: uuid.UUID | None = None
+    ) -> list[tuple[uuid.UUID, str | None]]:
+        """Remove one visible memory, or every memory an agent session's archives added or
+        restated (its current text, or an earlier one, came from that agent session); returns
+        the ids and users of the removed rows (vector and text go with them)."""
+        statement = delete(Memory).where(*self._visible())
+        if memory_id is not None:
+            statement = statement.where(Memory.memory_id == memory_id)
+        if agent_session_id is not None:
+            changed = select(MemoryEvent.memory_id).where(
+                MemoryEvent.tenant_id == self.scope.tenant_id,
+                MemoryEvent.agent_session_id == agent_session_id,
+            )
+            statement = statement.where(
+                or_(Memory.agent_session_id == agent_session_id, Memory.memory_id.in_(changed))
+            )
+        rows = await self.db.execute(statement.returning(Memory.memory_id, Memory.user_id))
+        return [(row.memory_id, row.user_id) for row in rows.all()]
+
+    async def scrub_events(
+        self, memory_ids: Sequence[uuid.UUID], agent_session_id: uuid.UUID | None = None
+    ) -> None:
+        """Events keep no content of erased memories (nor any content an erased agent session's
+        archives brought in): only ids remain."""
+        touched: list[ColumnElement[bool]] = [
+            MemoryEvent.memory_id.in_(memory_ids),
+            MemoryEvent.related_memory_id.in_(memory_ids),
+        ]
+        if agent_session_id is not None:
+            touched.append(MemoryEvent.agent_session_id == agent_session_id)
+        await self.db.execute(
+            update(MemoryEvent)
+            .where(MemoryEvent.tenant_id == self.scope.tenant_id, or_(*touched))
+            .values(old_content=None, new_content=None)
+        )

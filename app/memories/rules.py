@@ -1,0 +1,372 @@
+"""The offline memory extractor: durable facts about the user from archived messages, by rules.
+
+Owns reading each user message sentence by sentence: small talk and questions are skipped with
+a reason; a first-person statement that matches a profile, preference, entity or event pattern
+becomes a candidate; corrections, "I learned …" and an agent's fix after an error become lessons.
+A memory's content is the sentence itself (leading fillers removed), so it never says more than
+its source message. Pure and deterministic; never deduplicates against stored memories.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from enum import Enum
+from typing import Final
+
+from app.memories import patterns as p
+from app.memories.records import Candidate, Category, Extraction, SkipReason
+from app.memories.text import content_words, tokens
+from app.wm.anchors import PROPER_NOUN_STOP_WORDS
+from app.wm.extractor import clip, sentences
+from app.wm.messages import read_messages
+
+EXTRACTOR: Final = "rules"
+
+_FIRST_PERSON: Final = frozenset(
+    {"i", "i'm", "i've", "i'd", "i'll", "me", "my", "mine", "myself", "we", "we're", "we've", "our"}
+)
+_KEY_NOISE: Final = frozenset(
+    {
+        "all",
+        "some",
+        "any",
+        "every",
+        "lot",
+        "lots",
+        "much",
+        "many",
+        "kind",
+        "sort",
+        "thing",
+        "things",
+        "stuff",
+        "one",
+        "ones",
+        "new",
+        "own",
+        "not",
+        "no",
+        "never",
+        "don't",
+        "anymore",
+        "again",
+        "now",
+        "still",
+    }
+)
+_KEY_WORDS: Final = 3
+
+
+@dataclass(frozen=True, slots=True)
+class RuleConfig:
+    max_content_chars: int = 300
+    hedge_penalty: float = 0.35
+    past_penalty: float = 0.1
+    hypothetical_confidence: float = 0.3
+    chit_chat_max_words: int = 8
+    exclamation_max_words: int = 6
+
+
+DEFAULT_RULE_CONFIG: Final = RuleConfig()
+
+
+class _Kind(Enum):
+    CHIT_CHAT = "chit_chat"
+    QUESTION = "question"
+    STATEMENT = "statement"
+
+
+def slot_key(text: str) -> str | None:
+    """The first few content words of a phrase up to its clause's end: what a slot is about
+    (``creating art every weekend`` → ``creat art every``)."""
+    clause = p.TIME_MARKER.sub(" ", p.CLAUSE_END.split(text, maxsplit=1)[0])
+    words = [word for word in content_words(clause) if word not in _KEY_NOISE]
+    return " ".join(words[:_KEY_WORDS]) or None
+
+
+def _clean(sentence: str) -> str:
+    text = sentence.replace("’", "'").strip()
+    text = p.ADDRESSEE.sub("", text) if p.ADDRESSEE.match(text) and _addressed(text) else text
+    text = p.LEADING_FILLER.sub("", text).strip()
+    return text[:1].upper() + text[1:] if text else text
+
+
+def _addressed(text: str) -> bool:
+    """``Mel, I moved`` names the listener; ``Paris, I love it`` would be a topic (kept)."""
+    name = text.split(maxsplit=1)[0].rstrip(",!").lower()
+    return name not in PROPER_NOUN_STOP_WORDS
+
+
+def _kind(sentence: str, config: RuleConfig) -> _Kind:
+    if sentence.endswith("?"):
+        return _Kind.QUESTION
+    words = tokens(sentence)
+    if len(words) <= config.chit_chat_max_words and p.CHIT_CHAT.match(sentence):
+        return _Kind.CHIT_CHAT
+    if len(words) <= 2 or (
+        len(words) <= config.exclamation_max_words
+        and sentence.endswith("!")
+        and not _about_user(sentence)
+    ):
+        # "Wow, that's cool!": a short exclamation about nothing of the user's.
+        return _Kind.CHIT_CHAT
+    return _Kind.STATEMENT
+
+
+def _about_user(sentence: str) -> bool:
+    return p.SUBJECTLESS.match(sentence) is not None or any(
+        word in _FIRST_PERSON for word in tokens(sentence)
+    )
+
+
+def _confidence(sentence: str, base: float, config: RuleConfig) -> float:
+    penalty = config.hedge_penalty if p.HEDGE.search(sentence) else 0.0
+    return round(max(0.0, min(1.0, base - penalty)), 2)
+
+
+def _group(match: re.Match[str], *names: str) -> str:
+    groups = match.groupdict()
+    return next((groups[name] for name in names if groups.get(name)), "")
+
+
+def _candidate(
+    category: Category,
+    content: str,
+    seq: int,
+    confidence: float,
+    rule: str,
+    slot: str | None = None,
+    slot_value: str | None = None,
+) -> Candidate:
+    return Candidate(
+        category=category,
+        content=content,
+        confidence=confidence,
+        source_seqs=(seq,),
+        slot=slot,
+        slot_value=slot_value,
+        rule=rule,
+    )
+
+
+def _preference(sentence: str, seq: int, config: RuleConfig) -> Candidate | None:
+    favourite = p.FAVOURITE.search(sentence)
+    if favourite is not None:
+        what = slot_key(favourite.group("what") or "")
+        return _candidate(
+            Category.PREFERENCE,
+            sentence,
+            seq,
+            _confidence(sentence, 0.9, config),
+            "preference.favourite",
+            f"favorite {what}" if what else "favorite",
+            slot_key(favourite.group("value")),
+        )
+    after = p.FAVOURITE_AFTER.search(sentence)
+    if after is not None and _about_user(after.group(0)):
+        what = slot_key(after.group("what") or "")
+        return _candidate(
+            Category.PREFERENCE,
+            sentence,
+            seq,
+            _confidence(sentence, 0.8, config),
+            "preference.favourite",
+            f"favorite {what}" if what else None,
+            slot_key(after.group("value")) if what else None,
+        )
+    dislike = p.DISLIKE.search(sentence)
+    if dislike is not None:
+        key = slot_key(_group(dislike, "object", "object2", "object3"))
+        return _candidate(
+            Category.PREFERENCE,
+            sentence,
+            seq,
+            _confidence(sentence, 0.8, config),
+            "preference.dislike",
+            f"likes:{key}" if key else None,
+            "no" if key else None,
+        )
+    like = p.LIKE.search(sentence)
+    if like is not None:
+        thing = _group(like, "object", "object2")
+        key = None if p.REFERENTIAL_OBJECT.match(thing.strip()) else slot_key(thing)
+        if key is not None:
+            past = (like.group("verb") or "").lower().endswith("ed")
+            base = 0.8 - (config.past_penalty if past else 0.0)
+            if p.HYPOTHETICAL.search(sentence[: like.start()]):
+                base = config.hypothetical_confidence
+            return _candidate(
+                Category.PREFERENCE,
+                sentence,
+                seq,
+                _confidence(sentence, base, config),
+                "preference.like",
+                f"likes:{key}",
+                "yes",
+            )
+    passion = p.PASSION.search(sentence)
+    if passion is not None:
+        loved = _group(passion, "object", "object2", "object3").strip()
+        key = None if p.REFERENTIAL_OBJECT.match(loved) else slot_key(loved)
+        if key is not None:
+            return _candidate(
+                Category.PREFERENCE,
+                sentence,
+                seq,
+                _confidence(sentence, 0.75, config),
+                "preference.passion",
+                f"likes:{key}",
+                "yes",
+            )
+    wish = p.WISH.search(sentence)
+    wished = "" if wish is None else _group(wish, "object", "object2").strip()
+    if wished and not p.REFERENTIAL_OBJECT.match(wished) and slot_key(wished):
+        return _candidate(
+            Category.PREFERENCE, sentence, seq, config.hypothetical_confidence, "preference.wish"
+        )
+    return None
+
+
+def _profile(sentence: str, seq: int, config: RuleConfig) -> Candidate | None:
+    for rule in p.PROFILE_SLOTS:
+        match = rule.pattern.search(sentence)
+        if match is not None:
+            value = slot_key(_group(match, "value", "value2", "value3"))
+            return _candidate(
+                Category.PROFILE,
+                sentence,
+                seq,
+                _confidence(sentence, rule.confidence, config),
+                rule.name,
+                rule.slot if value else None,
+                value,
+            )
+    for name, pattern, base in p.PROFILE_FACTS:
+        if pattern.search(sentence):
+            return _candidate(
+                Category.PROFILE, sentence, seq, _confidence(sentence, base, config), name
+            )
+    return None
+
+
+def _entity(sentence: str, seq: int, config: RuleConfig) -> Candidate | None:
+    for pattern in p.ENTITY:
+        match = pattern.search(sentence)
+        if match is not None and match.group("name").lower() not in PROPER_NOUN_STOP_WORDS:
+            return _candidate(
+                Category.ENTITY, sentence, seq, _confidence(sentence, 0.75, config), "entity.named"
+            )
+    return None
+
+
+def _event(sentence: str, seq: int, config: RuleConfig) -> Candidate | None:
+    if p.EVENT_ACTION.search(sentence) is None:
+        return None
+    if p.TIME_MARKER.search(sentence):
+        return _candidate(
+            Category.EVENT, sentence, seq, _confidence(sentence, 0.7, config), "event.dated"
+        )
+    life = p.LIFE_EVENT.search(sentence)
+    if life is not None and not p.NEGATION.search(sentence[: life.start()]):
+        return _candidate(
+            Category.EVENT, sentence, seq, _confidence(sentence, 0.65, config), "event.life"
+        )
+    return None
+
+
+def classify(
+    sentence: str, seq: int, *, after_agent: bool, config: RuleConfig = DEFAULT_RULE_CONFIG
+) -> Candidate | None:
+    """The memory a cleaned user sentence states, or ``None``."""
+    if after_agent and p.CORRECTION.match(sentence):
+        return _candidate(
+            Category.LESSON, sentence, seq, _confidence(sentence, 0.6, config), "lesson.correction"
+        )
+    if not _about_user(sentence):
+        return None
+    if p.LEARNED.search(sentence):
+        return _candidate(
+            Category.LESSON, sentence, seq, _confidence(sentence, 0.65, config), "lesson.learned"
+        )
+    return (
+        _preference(sentence, seq, config)
+        or _profile(sentence, seq, config)
+        or _entity(sentence, seq, config)
+        or _event(sentence, seq, config)
+    )
+
+
+def _from_user(
+    text: str, seq: int, *, after_agent: bool, config: RuleConfig
+) -> tuple[list[Candidate], SkipReason | None]:
+    found: list[Candidate] = []
+    kinds: list[_Kind] = []
+    for raw in sentences(text):
+        sentence = _clean(raw)
+        if not sentence:
+            continue
+        kind = _kind(sentence, config)
+        kinds.append(kind)
+        if kind is not _Kind.STATEMENT:
+            continue
+        candidate = classify(
+            clip(sentence, config.max_content_chars), seq, after_agent=after_agent, config=config
+        )
+        if candidate is not None:
+            found.append(candidate)
+    if found or not kinds:
+        return found, None
+    if all(kind is _Kind.CHIT_CHAT for kind in kinds):
+        return [], SkipReason.CHIT_CHAT
+    if _Kind.STATEMENT not in kinds:
+        return [], SkipReason.QUESTION
+    return [], SkipReason.NO_DURABLE_FACT
+
+
+def _agent_lessons(text: str, seq: int, config: RuleConfig) -> list[Candidate]:
+    return [
+        _candidate(
+            Category.LESSON,
+            clip(sentence, config.max_content_chars),
+            seq,
+            _confidence(sentence, 0.7, config),
+            "lesson.fix",
+        )
+        for sentence in map(_clean, sentences(text))
+        if sentence and not sentence.endswith("?") and p.FIX.search(sentence)
+    ]
+
+
+def extract_memories(
+    messages: Sequence[tuple[int, Mapping[str, object]]],
+    config: RuleConfig = DEFAULT_RULE_CONFIG,
+) -> Extraction:
+    """Candidates from ``(seq, message)`` pairs, and why user messages yielded none.
+
+    Only user messages speak about the user; an assistant message contributes a lesson when it
+    states a fix after an error was seen (in a tool result or an earlier message of the batch).
+    """
+    seqs = [seq for seq, _ in messages]
+    candidates: list[Candidate] = []
+    skipped: Counter[str] = Counter()
+    error_seen = False
+    previous_role = ""
+    for view in read_messages([message for _, message in messages]):
+        seq = seqs[view.position]
+        if view.role == "user" and view.text.strip():
+            found, reason = _from_user(
+                view.text, seq, after_agent=previous_role == "assistant", config=config
+            )
+            candidates += found
+            if reason is not None:
+                skipped[reason.value] += 1
+        if view.role in ("assistant", "tool") and p.ERROR_SEEN.search(view.text):
+            error_seen = True
+        if view.role == "assistant" and error_seen:
+            candidates += _agent_lessons(view.text, seq, config)
+        if view.role != "system":
+            previous_role = view.role
+    return Extraction(tuple(candidates), dict(skipped), EXTRACTOR)

@@ -1,0 +1,238 @@
+"""The offline memory extractor: sentence rules, skip reasons, provenance (table-driven)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import pytest
+
+from app.memories.records import Category, SkipReason
+from app.memories.rules import RuleConfig, classify, extract_memories, slot_key
+from app.memories.text import content_words
+
+C = Category
+
+# sentence, category, rule, slot, slot value (None = no memory)
+SENTENCES: list[tuple[str, Category | None, str | None, str | None, str | None]] = [
+    ("I love creating art!", C.PREFERENCE, "preference.like", "likes:creat art", "yes"),
+    (
+        "I really enjoy dramas and emotionally-driven films.",
+        C.PREFERENCE,
+        "preference.like",
+        "likes:drama",
+        "yes",
+    ),
+    ("I'm a huge fan of jazz.", C.PREFERENCE, "preference.like", "likes:jazz", "yes"),
+    ("I prefer tea over coffee.", C.PREFERENCE, "preference.like", "likes:tea", "yes"),
+    ("I don't like coffee anymore.", C.PREFERENCE, "preference.dislike", "likes:coffee", "no"),
+    ("I hate cold weather.", C.PREFERENCE, "preference.dislike", "likes:cold weather", "no"),
+    ("I'm not into games.", C.PREFERENCE, "preference.dislike", "likes:game", "no"),
+    ("My favorite color is teal.", C.PREFERENCE, "preference.favourite", "favorite color", "teal"),
+    (
+        "Harry Potter is my favorite book.",
+        C.PREFERENCE,
+        "preference.favourite",
+        "favorite book",
+        "harry potter",
+    ),
+    ("Contemporary is my top pick.", C.PREFERENCE, "preference.favourite", None, None),
+    ("Dancing makes me so happy.", C.PREFERENCE, "preference.passion", "likes:danc", "yes"),
+    ("Dance is my passion.", C.PREFERENCE, "preference.passion", "likes:dance", "yes"),
+    ("I'd love to visit Japan.", C.PREFERENCE, "preference.wish", None, None),
+    ("I live in Lisbon now.", C.PROFILE, "profile.home", "lives in", "lisbon"),
+    ("I moved to Berlin last month.", C.PROFILE, "profile.home", "lives in", "berlin"),
+    ("I'm originally from Sweden.", C.PROFILE, "profile.origin", "from", "sweden"),
+    (
+        "I work as a nurse at the city hospital.",
+        C.PROFILE,
+        "profile.work",
+        "works",
+        "nurse city hospital",
+    ),
+    ("My name is Dana.", C.PROFILE, "profile.name", "name", "dana"),
+    ("I am 34 years old.", C.PROFILE, "profile.age", "age", "34"),
+    ("I'm married.", C.PROFILE, "profile.relationship", "relationship status", "marry"),
+    (
+        "I'm lactose intolerant, so no milk.",
+        C.PROFILE,
+        "profile.diet",
+        "diet",
+        "lactose intolerant",
+    ),
+    ("I have two kids.", C.PROFILE, "profile.family", None, None),
+    ("I run my own dance studio.", C.PROFILE, "profile.project", None, None),
+    ("I'm an assistant manager - it feels great.", C.PROFILE, "profile.identity", None, None),
+    ("My sister Anna visits on Sundays.", C.ENTITY, "entity.named", None, None),
+    ("I have a dog named Max.", C.ENTITY, "entity.named", None, None),
+    ("Rob, my colleague, invited me to yoga.", C.ENTITY, "entity.named", None, None),
+    ("I went to a pride parade last Friday.", C.EVENT, "event.dated", None, None),
+    ("Took a short trip last week to Rome.", C.EVENT, "event.dated", None, None),
+    ("I'm hosting a dance competition next month.", C.EVENT, "event.dated", None, None),
+    ("I adopted a cat.", C.EVENT, "event.life", None, None),
+    ("I've learned that breaks matter for my health.", C.LESSON, "lesson.learned", None, None),
+    # Not memories: about the listener, referential, negated, not first person, no pattern.
+    ("I love that you chose pottery.", None, None, None, None),
+    ("I loved it.", None, None, None, None),
+    ("I won't quit.", None, None, None, None),
+    ("The weather is nice.", None, None, None, None),
+    ("I am tired.", None, None, None, None),
+    ("I used to love horses.", None, None, None, None),
+    ("My favourite.", None, None, None, None),
+]
+
+
+@pytest.mark.parametrize(("sentence", "category", "rule", "slot", "value"), SENTENCES)
+def test_sentence_rules(
+    sentence: str,
+    category: Category | None,
+    rule: str | None,
+    slot: str | None,
+    value: str | None,
+) -> None:
+    found = classify(sentence, 7, after_agent=False)
+    if category is None:
+        assert found is None
+        return
+    assert found is not None
+    assert (found.category, found.rule, found.slot, found.slot_value) == (
+        category,
+        rule,
+        slot,
+        value,
+    )
+    assert found.content == sentence
+    assert found.source_seqs == (7,)
+
+
+@pytest.mark.parametrize(
+    ("sentence", "confidence"),
+    [
+        ("I love hiking.", 0.8),
+        ("I loved the concert.", 0.7),
+        ("I think I might like sushi.", 0.45),
+        ("Maybe I moved to Rome.", 0.45),
+        ("I'd love to visit Japan.", 0.3),
+        ("If I had time, I love to paint.", 0.3),
+        ("My favorite color is teal.", 0.9),
+    ],
+)
+def test_confidence_of_hedged_past_and_hypothetical_statements(
+    sentence: str, confidence: float
+) -> None:
+    found = classify(sentence, 1, after_agent=False)
+    assert found is not None
+    assert found.confidence == confidence
+
+
+def test_a_correction_right_after_the_agent_is_a_lesson() -> None:
+    correction = "No, the staging database is called billing_stage."
+    found = classify(correction, 4, after_agent=True)
+    assert found is not None
+    assert (found.category, found.rule) == (C.LESSON, "lesson.correction")
+    assert classify(correction, 4, after_agent=False) is None
+
+
+def user(text: str) -> dict[str, object]:
+    return {"role": "user", "content": text}
+
+
+def assistant(text: str) -> dict[str, object]:
+    return {"role": "assistant", "content": text}
+
+
+def numbered(
+    *messages: Mapping[str, object], first: int = 10
+) -> list[tuple[int, Mapping[str, object]]]:
+    return list(enumerate(messages, start=first))
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ("Hey Mel! Good to see you!", SkipReason.CHIT_CHAT),
+        ("Thanks, Melanie! That's so sweet.", SkipReason.CHIT_CHAT),
+        ("Wow!", SkipReason.CHIT_CHAT),
+        ("How have you been? What's new?", SkipReason.QUESTION),
+        ("Hi! Did you go to the show?", SkipReason.QUESTION),
+        ("The colors really blend nicely in that painting.", SkipReason.NO_DURABLE_FACT),
+        ("Hey! It was a long day at the office, honestly.", SkipReason.NO_DURABLE_FACT),
+    ],
+)
+def test_messages_without_a_memory_are_skipped_with_a_reason(text: str, reason: SkipReason) -> None:
+    extraction = extract_memories(numbered(user(text)))
+    assert extraction.candidates == ()
+    assert extraction.skipped == {reason.value: 1}
+
+
+def test_only_user_messages_are_read_for_facts_about_the_user() -> None:
+    extraction = extract_memories(
+        numbered(
+            {"role": "system", "content": "Session 1 began at 1:56 pm on 8 May, 2023."},
+            assistant("I love painting lake sunrises."),
+            user("Hey Mel! I love creating art! How are you?"),
+            user(""),
+            {"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]},
+        )
+    )
+    assert [(c.content, c.source_seqs) for c in extraction.candidates] == [
+        ("I love creating art!", (12,))
+    ]
+    assert extraction.skipped == {}
+    assert extraction.extractor == "rules"
+
+
+def test_fillers_and_the_listener_s_name_are_not_part_of_a_memory() -> None:
+    extraction = extract_memories(
+        numbered(user("Mel, so I went to a poetry reading last Friday! Paris, I love it."))
+    )
+    assert [c.content for c in extraction.candidates] == ["I went to a poetry reading last Friday!"]
+
+
+def test_an_agent_s_fix_after_an_error_is_a_lesson() -> None:
+    extraction = extract_memories(
+        numbered(
+            user("Please run the tests."),
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {"id": "c1", "type": "function", "function": {"name": "sh", "arguments": "{}"}}
+                ],
+            },
+            {"role": "tool", "tool_call_id": "c1", "content": "KeyError: 'email'"},
+            assistant("Fixed it by adding a default email in app/models/user.py."),
+            assistant("The fix was a default value?"),
+        )
+    )
+    lessons = [c for c in extraction.candidates if c.category is C.LESSON]
+    assert [(c.content, c.source_seqs, c.rule) for c in lessons] == [
+        ("Fixed it by adding a default email in app/models/user.py.", (13,), "lesson.fix")
+    ]
+
+
+def test_without_an_error_an_agent_s_claim_is_no_lesson() -> None:
+    extraction = extract_memories(numbered(assistant("The fix was easy: I added a default.")))
+    assert extraction.candidates == ()
+
+
+def test_long_sentences_are_clipped_at_a_word_boundary() -> None:
+    text = "I love " + " ".join(f"word{n}" for n in range(100)) + "."
+    [found] = extract_memories(numbered(user(text)), RuleConfig(max_content_chars=60)).candidates
+    assert len(found.content) <= 60
+    assert found.content.endswith("…")
+    assert set(content_words(found.content.rstrip("…"))) <= set(content_words(text))
+
+
+@pytest.mark.parametrize(
+    ("phrase", "key"),
+    [
+        ("creating art every weekend, with friends", "creat art weekend"),
+        ("all the yellow leaves", "yellow leave"),
+        ("Berlin last month", "berlin"),
+        ("tea over coffee", "tea"),
+        ("it", None),
+        ("", None),
+    ],
+)
+def test_slot_keys(phrase: str, key: str | None) -> None:
+    assert slot_key(phrase) == key
