@@ -535,6 +535,192 @@ def import_openviking(
         raise typer.Exit(code=1)
 
 
+# --- replay and evaluation ---------------------------------------------------------------------
+
+
+def _replay_client(url: str | None, key: str | None) -> Any:
+    """An async context manager yielding the HTTP client a replay talks to: ``--url`` and
+    ``--key`` for a running server; otherwise the service in this process on the configured
+    database (the embedded one by default, with its local key)."""
+    from app.replay.target import ServiceTarget, in_process, remote
+
+    if url is not None:
+        if key is None:
+            raise fail("--url needs --key: an API key of the tenant to replay into")
+        return remote(ServiceTarget(url, key))
+    resolved = runtime()
+    if resolved.embedded is not None:
+        upgrade_database(resolved)
+        write_local_key(resolved.url, resolved.settings.key_file)
+        key = key or resolved.settings.key_file.read_text().strip()
+    elif key is None:
+        raise fail("with DATABASE_URL set, --key names the tenant to replay into")
+    return in_process(resolved.settings, key)
+
+
+@cli.command("replay")
+def replay_command(
+    file: Annotated[Path, typer.Argument(help="a conversation file (JSON or JSON lines)")],
+    format: Annotated[
+        str | None,
+        typer.Option(
+            "--format", help="openai, locomo, swe-agent or tau-bench (default: from the content)"
+        ),
+    ] = None,
+    every: Annotated[int, typer.Option(min=1, help="commit after this many messages")] = 40,
+    pending_tokens: Annotated[
+        int | None, typer.Option(min=1, help="also commit once pending_tokens reaches this")
+    ] = None,
+    keep: Annotated[int, typer.Option(min=0, max=10_000, help="keep_recent_count")] = 10,
+    only: Annotated[
+        int | None, typer.Option(min=1, help="replay only the Nth conversation of the file")
+    ] = None,
+    chain: Annotated[
+        bool, typer.Option(help="replay all conversations of the file as one agent session")
+    ] = False,
+    external_id: Annotated[
+        str | None, typer.Option(help="external_id of the agent session")
+    ] = None,
+    url: Annotated[
+        str | None, typer.Option(help="a running server instead of this process")
+    ] = None,
+    key: Annotated[str | None, typer.Option(help="API key (writer) for --url")] = None,
+) -> None:
+    """Feed a conversation through the service, committing every N messages (or at a
+    pending_tokens threshold), then print the working memory and each archive's guard
+    decisions."""
+    from rich.console import Console
+
+    from app.replay import formats
+    from app.replay.console import ReplayProgress, render_replayed
+    from app.replay.run import ReplayError, Schedule, replay
+
+    try:
+        chosen = None if format is None else formats.ReplayFormat(format)
+    except ValueError:
+        known = ", ".join(f.value for f in formats.ReplayFormat)
+        raise fail(f"--format must be one of {known}") from None
+    try:
+        conversations = formats.read_conversations(file, chosen)
+    except formats.UnreadableConversation as error:
+        raise fail(str(error)) from None
+    if only is not None:
+        if only > len(conversations):
+            raise fail(f"--only {only}: {file} holds {len(conversations)} conversation(s)")
+        conversations = [conversations[only - 1]]
+    if chain:
+        conversations = [formats.chain(file.stem, conversations)]
+    if external_id is not None and len(conversations) > 1:
+        raise fail("--external-id names one agent session: add --only N or --chain")
+    schedule = Schedule(every=every, pending_tokens=pending_tokens, keep=keep)
+    console = Console()
+
+    async def work() -> None:
+        async with _replay_client(url, key) as http:
+            for conversation in conversations:
+                label = f"replaying {conversation.name[:40]}"
+                with ReplayProgress(console, len(conversation.messages), label) as progress:
+                    replayed = await replay(
+                        http, conversation, schedule, progress=progress, external_id=external_id
+                    )
+                render_replayed(console, replayed)
+
+    try:
+        asyncio.run(work())
+    except ReplayError as error:
+        raise fail(str(error), code=1) from None
+    except KeyboardInterrupt:
+        raise fail("interrupted; what was appended and committed so far is kept", 130) from None
+
+
+@cli.command("eval")
+def eval_command(
+    datasets: Annotated[
+        Path | None, typer.Option(help="the datasets folder (default: ../shared/datasets)")
+    ] = None,
+    sets: Annotated[
+        str | None, typer.Option(help="comma-separated: locomo, tau-bench, swe-agent (default all)")
+    ] = None,
+    limit: Annotated[
+        int | None, typer.Option(min=1, help="evaluate only the first N conversations of each set")
+    ] = None,
+    every: Annotated[int, typer.Option(min=1, help="commit after this many messages")] = 40,
+    pending_tokens: Annotated[
+        int | None, typer.Option(min=1, help="also commit once pending_tokens reaches this")
+    ] = None,
+    keep: Annotated[int, typer.Option(min=0, max=10_000, help="keep_recent_count")] = 10,
+    budgets: Annotated[str, typer.Option(help="comma-separated token budgets")] = "2000,4000,8000",
+    json_out: Annotated[Path | None, typer.Option("--json", help="write the JSON here")] = None,
+    markdown_out: Annotated[
+        Path | None, typer.Option("--markdown", help="write the Markdown tables here")
+    ] = None,
+    url: Annotated[
+        str | None, typer.Option(help="evaluate a running server (default: a throwaway database)")
+    ] = None,
+    key: Annotated[str | None, typer.Option(help="API key (writer) for --url")] = None,
+) -> None:
+    """The retention evaluation: replay every conversation of the shared datasets, then score
+    the context (default and filled) against truncation at each budget."""
+    from rich.console import Console
+
+    from app.replay import report
+    from app.replay.datasets import default_datasets_dir
+    from app.replay.evaluation import EvalOptions
+    from app.replay.run import ReplayError, Schedule
+    from app.replay.suite import NoDatasets, run_suite
+    from app.replay.target import ServiceTarget, in_process, remote, throwaway_database
+
+    try:
+        chosen_budgets = tuple(int(part) for part in budgets.split(",") if part.strip())
+    except ValueError:
+        raise fail("--budgets takes whole numbers separated by commas") from None
+    if not chosen_budgets or min(chosen_budgets) < 1:
+        raise fail("--budgets takes whole numbers above 0")
+    names = None if sets is None else frozenset(p.strip() for p in sets.split(",") if p.strip())
+    root = datasets or default_datasets_dir()
+    options = EvalOptions(
+        schedule=Schedule(every=every, pending_tokens=pending_tokens, keep=keep),
+        budgets=chosen_budgets,
+    )
+    console = Console(stderr=True)
+    settings = Settings()
+    generator = (
+        "server at " + url if url is not None else ("openai" if settings.use_openai else "offline")
+    )
+
+    async def work() -> dict[str, Any]:
+        if url is not None:
+            if key is None:
+                raise fail("--url needs --key: an API key of the tenant to evaluate in")
+            async with remote(ServiceTarget(url, key)) as http:
+                run = await run_suite(http, root, options, console, sets=names, limit=limit)
+        else:
+            async with throwaway_database() as fresh:
+                local = settings.model_copy(update={"database_url": fresh.app_url})
+                async with in_process(local, fresh.api_key) as http:
+                    run = await run_suite(http, root, options, console, sets=names, limit=limit)
+        header = run.header(generator, options)
+        if markdown_out is not None:
+            markdown_out.write_text(
+                report.as_markdown(run.results, options.budgets, f"Retention ({generator})")
+            )
+        return report.as_json(run.results, options.budgets, header)
+
+    try:
+        result = asyncio.run(work())
+    except NoDatasets as error:
+        raise fail(str(error), code=1) from None
+    except ReplayError as error:
+        raise fail(str(error), code=1) from None
+    text = json.dumps(result, indent=2, ensure_ascii=False)
+    if json_out is not None:
+        json_out.write_text(text + "\n")
+    else:
+        typer.echo(text)
+    if not all(target["pass"] for target in result["targets"]):
+        console.print("evaluation: some targets are not met (see 'targets')", highlight=False)
+
+
 def main() -> None:
     try:
         cli()

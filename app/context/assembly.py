@@ -76,10 +76,13 @@ class Assembly:
     hint_omitted: bool
     wm_layer: int
     """The layer the summary had after the newest user message and the hint took their share."""
+    filled: tuple[StoredMessage, ...] = ()
+    """Covered messages sent after the summary (``fill``), oldest first; not ``included_seqs``."""
+    filled_tokens: int = 0
 
     @property
     def total(self) -> int:
-        return self.hint_tokens + self.wm_tokens + self.message_tokens
+        return self.hint_tokens + self.wm_tokens + self.message_tokens + self.filled_tokens
 
 
 def _omitted_ranges(

@@ -18,6 +18,7 @@ from app.context.budget import (
     InvalidBudget,
     plan_budget,
 )
+from app.context.fill import DEFAULT_FILL
 from app.context.schemas import CompactCommit, CompactRead, ContextRead
 from app.context.service import ContextService
 from app.deps import DatabaseDep, SettingsDep, WorkerDep
@@ -56,14 +57,25 @@ def context_budget(
 
 
 ContextBudget = Annotated[Budget, Depends(context_budget)]
+Fill = Annotated[
+    bool,
+    Query(
+        description="give the room left under the budget to the newest raw messages the summary "
+        "already covers (see docs/context.md)"
+    ),
+]
 
 
 @router.get("/{agent_session_id}/context")
 async def get_context(
-    agent_session_id: uuid.UUID, principal: Reader, database: DatabaseDep, budget: ContextBudget
+    agent_session_id: uuid.UUID,
+    principal: Reader,
+    database: DatabaseDep,
+    budget: ContextBudget,
+    fill: Fill = DEFAULT_FILL,
 ) -> ContextRead:
     async with database.tenant(principal.tenant_id) as db:
-        context = await ContextService(db, principal).assemble(agent_session_id, budget)
+        context = await ContextService(db, principal).assemble(agent_session_id, budget, fill=fill)
     return ContextRead.from_assembled(context)
 
 
@@ -76,6 +88,7 @@ async def compact(
     worker: WorkerDep,
     budget: ContextBudget,
     wait_timeout_s: Annotated[float | None, Query(gt=0, le=600)] = None,
+    fill: Fill = DEFAULT_FILL,
 ) -> CompactRead:
     """Commit every live message (``keep_recent_count`` 0), wait for the working memory, then
     answer with the context. A wait that times out still answers: the archive's raw messages are
@@ -95,5 +108,5 @@ async def compact(
     else:
         commit = CompactCommit(status=result.archive.status, archive_seq=result.archive.archive_seq)
     async with database.tenant(principal.tenant_id) as db:
-        context = await ContextService(db, principal).assemble(agent_session_id, budget)
+        context = await ContextService(db, principal).assemble(agent_session_id, budget, fill=fill)
     return CompactRead(**dict(ContextRead.from_assembled(context)), commit=commit)

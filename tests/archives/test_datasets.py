@@ -14,9 +14,11 @@ import pytest
 from sqlalchemy import text
 
 from app.db import Database
+from app.replay.datasets import locomo, swe_agent, tau_airline
+from app.replay.formats import Conversation
 from app.wm.items import Marker, is_kept, markers_of, normalise, split_items
 from tests.conftest import AppFactory, make_tenant
-from tests.wm.datasets import DATASETS, Conversation, locomo, swe_agent, tau_airline
+from tests.support.datasets import DATASETS, loaded
 from tests.wm.helpers import path_set
 
 PROTECTED = ("Files & Context", "Errors & Corrections", "Open Issues")
@@ -124,7 +126,7 @@ async def test_one_dataset_working_memory_is_useful(
     own_database: Database, app_client: AppFactory
 ) -> None:
     """A SWE-agent run: the file it edits and the error it hits end up in working memory."""
-    conversation = swe_agent()[-1]
+    conversation = loaded(swe_agent)[-1]
     keys = await make_tenant(own_database)
     async with app_client(own_database) as http:
         agent_session_id, _ = await replay(http, keys.write, conversation.messages, every=10)

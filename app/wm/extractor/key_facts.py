@@ -7,12 +7,12 @@ Never writes the guard's sentinel: an over-full section is consolidated instead.
 
 from __future__ import annotations
 
-import re
 from typing import Final
 
 from app.wm.anchors import anchor_spans, anchors
 from app.wm.extractor.arguments import append_op, keep_op, update_op
 from app.wm.extractor.config import ExtractorConfig
+from app.wm.extractor.dates import format_day, has_relative_time, resolve_relative
 from app.wm.extractor.reading import Reading, clip, is_greeting, label, sentences
 from app.wm.extractor.tool_calls import SKIPPED_TOOLS, call_summary, result_summary
 from app.wm.guards import SENTINEL, without_sentinel
@@ -21,13 +21,6 @@ from app.wm.tokens import TokenCounter
 
 DIGEST_PREFIX: Final = "Earlier facts:"
 
-_RELATIVE_TIME = re.compile(
-    r"\b(?:yesterday|today|tonight|tomorrow|this (?:morning|week|weekend|month|year)|"
-    r"(?:last|this|next) (?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)|"
-    r"last (?:night|week|weekend|month|year)|next (?:week|weekend|month|year)|recently|"
-    r"\d+ (?:days?|weeks?|months?|years?) ago|ago)\b",
-    re.IGNORECASE,
-)
 _TOOL_FACT_SCORE: Final = 100
 _FACT_MIN_WORDS: Final = 4
 _STATEMENT_MIN_WORDS: Final = 7
@@ -78,14 +71,15 @@ def _fact_candidates(reading: Reading, config: ExtractorConfig) -> list[tuple[in
             order += 1
         if view.role not in ("user", "assistant"):
             continue
-        date = reading.date_before(index)
+        day = reading.day_of(index)
         for sentence in sentences(view.text):
             if len(sentence.split()) < _FACT_MIN_WORDS or is_greeting(sentence):
                 continue
             score = _fact_score(sentence, reading.speaker_words)
             fact = sentence
-            if date and _RELATIVE_TIME.search(sentence):
-                fact = f"{fact} (said on {date})"
+            if day is not None and has_relative_time(sentence):
+                # Who did what when: the time made absolute, and the day it was said.
+                fact = f"{resolve_relative(sentence, day)} (said on {format_day(day)})"
                 score += 1
             if view.speaker != "assistant":
                 fact = f"{label(view)}: {fact}"
