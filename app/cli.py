@@ -667,8 +667,8 @@ def eval_command(
     from app.replay.datasets import default_datasets_dir
     from app.replay.evaluation import EvalOptions
     from app.replay.run import ReplayError, Schedule
-    from app.replay.suite import NoDatasets, run_suite
-    from app.replay.target import ServiceTarget, in_process, remote, throwaway_database
+    from app.replay.suite import NoDatasets, run_on_throwaway, run_suite
+    from app.replay.target import ServiceTarget, remote
 
     try:
         chosen_budgets = tuple(int(part) for part in budgets.split(",") if part.strip())
@@ -695,10 +695,7 @@ def eval_command(
             async with remote(ServiceTarget(url, key)) as http:
                 run = await run_suite(http, root, options, console, sets=names, limit=limit)
         else:
-            async with throwaway_database() as fresh:
-                local = settings.model_copy(update={"database_url": fresh.app_url})
-                async with in_process(local, fresh.api_key) as http:
-                    run = await run_suite(http, root, options, console, sets=names, limit=limit)
+            run = await run_on_throwaway(settings, root, options, console, sets=names, limit=limit)
         header = run.header(generator, options)
         if markdown_out is not None:
             markdown_out.write_text(

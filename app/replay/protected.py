@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from app.wm.guards import is_constraint
-from app.wm.items import Marker, is_kept, markers_of, normalise, split_items
+from app.wm.items import Marker, is_kept, markers_of, normalise, split_items, strip_markers
 from app.wm.paths import find_paths
 from app.wm.sections import Section
 
@@ -101,5 +101,6 @@ def _lost_until_closed(
                 del watched[key]
         for item in items:
             if watch(item) and not markers_of(item) & ending:
-                watched.setdefault(normalise(item), (item, archive_seq))
+                # Keyed without markers: a restored item is the same item as before.
+                watched.setdefault(normalise(strip_markers(item)), (item, archive_seq))
     return losses

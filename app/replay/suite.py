@@ -16,9 +16,11 @@ from typing import Any
 import httpx
 from rich.console import Console
 
+from app.config import Settings
 from app.replay.console import ReplayProgress
 from app.replay.datasets import FoundSet, find_sets
 from app.replay.evaluation import ConversationResult, EvalOptions, evaluate
+from app.replay.target import in_process, throwaway_database
 
 
 class NoDatasets(Exception):
@@ -99,3 +101,20 @@ async def run_suite(
                 highlight=False,
             )
     return run
+
+
+async def run_on_throwaway(
+    settings: Settings,
+    root: Path,
+    options: EvalOptions,
+    console: Console,
+    *,
+    sets: frozenset[str] | None = None,
+    limit: int | None = None,
+) -> SuiteRun:
+    """``run_suite`` against the service in this process on a fresh embedded database that is
+    deleted afterwards; ``settings`` choose the generator (the offline extractor by default)."""
+    async with throwaway_database() as fresh:
+        local = settings.model_copy(update={"database_url": fresh.app_url})
+        async with in_process(local, fresh.api_key) as http:
+            return await run_suite(http, root, options, console, sets=sets, limit=limit)

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from app.wm.anchors import title_words
+from app.wm.anchors import PROPER_NOUN_STOP_WORDS, title_words
 from app.wm.extractor.corrections import is_explicit
 from app.wm.extractor.reading import label, sentences
 from app.wm.messages import MessageView
@@ -51,8 +51,13 @@ def is_plain_reply(view: MessageView) -> bool:
     return not (_ACKNOWLEDGEMENT.match(text) or is_explicit(text))
 
 
+def content_words(text: str) -> frozenset[str]:
+    """Meaningful words (as a title's) without function words such as "which", "should"."""
+    return title_words(text) - PROPER_NOUN_STOP_WORDS
+
+
 def shares_words(question: str, text: str) -> bool:
-    return len(title_words(question) & title_words(text)) >= SHARED_WORDS
+    return len(content_words(question) & content_words(text)) >= SHARED_WORDS
 
 
 def open_questions(talk: Sequence[MessageView]) -> list[Question]:
@@ -70,10 +75,10 @@ def open_questions(talk: Sequence[MessageView]) -> list[Question]:
         for question in asked:
             if replied:
                 continue
-            wanted = title_words(question)
+            wanted = content_words(question)
             for n in later:
                 if n not in words:
-                    words[n] = title_words(talk[n].text)
+                    words[n] = content_words(talk[n].text)
             if any(len(wanted & words[n]) >= SHARED_WORDS for n in later):
                 continue
             found.append(Question(asker, question))
