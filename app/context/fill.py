@@ -59,6 +59,8 @@ def choose_fill(covered: Sequence[StoredMessage], room: int) -> Filled:
     leading results are not a unit. Messages no chat server accepts as they are (an orphan
     result, an unanswered call) are never sent and do not stop the walk.
     """
+    if room <= 0:
+        return NOTHING_FILLED
     units, _ = group_units(covered, complete=False)
     kept: list[StoredMessage] = []
     remaining = room
