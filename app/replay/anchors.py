@@ -37,7 +37,7 @@ STOP_WORDS: Final = _word_list(
     a an the and or but of to in on at for from by with as into about over after before is are was
     were be been being am do does did has have had it its this that these those he she they them
     his her their him we us our you your i me my mine not no yes so than then there here when what
-    which who whom how why also just very too can could would should will shall may might must
+    which who whom how why also just very too can could would should will shall might must
     some any all more most other such only own same both each few many much s t don't didn't
     """
 )

@@ -77,6 +77,7 @@ class Scored:
 class ConversationResult:
     name: str
     set: str
+    agent_session_id: str
     messages: int
     history_tokens: int
     archives: int
@@ -104,6 +105,7 @@ class ConversationResult:
         return {
             "name": self.name,
             "set": self.set,
+            "agent_session_id": self.agent_session_id,
             "messages": self.messages,
             "history_tokens": self.history_tokens,
             "archives": self.archives,
@@ -205,6 +207,7 @@ async def evaluate(
     return ConversationResult(
         name=conversation.name,
         set=set_name,
+        agent_session_id=sid,
         messages=len(history),
         history_tokens=int(full["tokens"]["history_total"]),
         archives=len(replayed.archives),

@@ -1,7 +1,8 @@
 """The pure assembly rules as tables: reserve, layer, tool groups, fitting, reduction, outgoing.
 
-No database. A property test throws random conversations and budgets at ``assemble`` and checks
-every list it produces with the same validator the local OpenAI-compatible server uses.
+No database. Property tests throw random conversations and budgets at ``assemble`` (and at
+``fill``) and check every list they produce with the same validator the local OpenAI-compatible
+server uses.
 """
 
 from __future__ import annotations
