@@ -23,7 +23,7 @@ from app.wm.recovery import RecoveryPath, recover_arguments, recover_document
 from app.wm.schema import CREATE_TOOL, UPDATE_TOOL
 from app.wm.sections import Section, empty_sections, parse, render
 from app.wm.thresholds import DEFAULT_CONFIG, GuardConfig, size_warnings
-from app.wm.tokens import count_tokens
+from app.wm.tokens import count_tokens, estimate_tokens
 
 logger = logging.getLogger(__name__)
 
@@ -92,7 +92,10 @@ class WorkingMemoryGenerator:
         next batch's prior), so the input of one call stays within ``max_input_tokens``."""
         prior_tokens = count_tokens(render(prior.sections)) + count_tokens(prior.legacy_text or "")
         budget = max(2_000, self.max_input_tokens - _PROMPT_OVERHEAD_TOKENS - prior_tokens)
-        batches = batch_messages(messages, budget=budget) if messages else [[]]
+        # The extractor has no input limit: its batches only keep each step's caps in proportion,
+        # so the character estimate sizes them (exact counts would cost more than extracting).
+        counter = count_tokens if self.chat is not None else estimate_tokens
+        batches = batch_messages(messages, budget=budget, counter=counter) if messages else [[]]
         usage = Usage()
         steps: list[Generated] = []
         current = prior

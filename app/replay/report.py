@@ -2,9 +2,10 @@
 
 Pure. Owns the aggregate figures (mean anchor recall per set, budget and mode; the filled
 context against truncation; the worst conversation), the targets with pass or fail, and both
-renderings. The recall and size targets are about *long* conversations (``LONG_MESSAGES`` or
-more): a short one fits its budget raw, so nothing can beat truncation there; short ones are
-still listed. Never replays or scores a conversation.
+renderings. The recall and size targets are about *long* conversations (a history of at least
+``LONG_TOKENS``, about twice the largest budget evaluated): a short one fits its budgets nearly
+raw, so nothing can beat truncation there, and a working memory plus a kept tail cannot be a
+fifth of it; short ones are still listed. Never replays or scores a conversation.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any, Final
 
 from app.replay.evaluation import MODES, ConversationResult, Mode
 
-LONG_MESSAGES: Final = 100
+LONG_TOKENS: Final = 15_000
 RECALL_RATIO_TARGET: Final = 1.5
 WM_TOKEN_LIMIT: Final = 12_000
 DEFAULT_CONTEXT_SHARE_LIMIT: Final = 0.20
@@ -34,7 +35,7 @@ class Target:
 
 
 def is_long(result: ConversationResult) -> bool:
-    return result.messages >= LONG_MESSAGES
+    return result.history_tokens >= LONG_TOKENS
 
 
 def _share(result: ConversationResult, budget: int, mode: Mode) -> float | None:

@@ -480,3 +480,18 @@ def test_results_belong_to_the_latest_call_with_their_id() -> None:
     ]
     items = ops(messages)["Key Facts & Decisions"]["items"]
     assert items == ["`search_direct`(q a) → 2 results", "`search_onestop`(q b) → 4 results"]
+
+
+def test_tool_calls_are_taken_in_order_up_to_the_batch_limit() -> None:
+    limit = ExtractorConfig().key_facts_per_batch
+    messages = [call(f"c{n}", "lookup", {"record_id": f"r_{n}"}) for n in range(limit + 3)]
+    prior = {Section.KEY_FACTS: "- `lookup`(record_id `r_0`)"}
+    items = ops(messages, prior)["Key Facts & Decisions"]["items"]
+    assert items == [f"`lookup`(record_id `r_{n}`)" for n in range(1, limit + 1)]
+
+
+def test_plain_statements_already_known_are_not_repeated() -> None:
+    known = "i am going to send you to a specialist who can run some tests."
+    messages = [assistant(known), assistant("then we will talk about the results of them all.")]
+    items = ops(messages, {Section.KEY_FACTS: f"- {known}"})["Key Facts & Decisions"]["items"]
+    assert items == ["then we will talk about the results of them all."]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from datetime import date
+from functools import lru_cache
 
 from app.wm.extractor.dates import format_day, session_day
 from app.wm.messages import MessageView
@@ -74,6 +75,12 @@ def clip(text: str, limit: int) -> str:
 
 def sentences(text: str) -> list[str]:
     """Sentences and lines of a text, without list markers and bold markup."""
+    return list(_sentences(text))
+
+
+@lru_cache(maxsize=4096)
+def _sentences(text: str) -> tuple[str, ...]:
+    # Every section rule reads the same messages' sentences: split each text once per batch.
     found: list[str] = []
     for line in text.splitlines():
         # List markers go before splitting, or "1. Second." would split after "1.".
@@ -82,7 +89,7 @@ def sentences(text: str) -> list[str]:
             sentence = " ".join(part.split())
             if sentence:
                 found.append(sentence)
-    return found
+    return tuple(found)
 
 
 def is_greeting(sentence: str) -> bool:
