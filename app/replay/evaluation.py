@@ -91,6 +91,8 @@ class ConversationResult:
     scores: Mapping[int, Mapping[Mode, Scored]]
     default_context_tokens: int
     """The context at the endpoint's default budget, as a share of ``history_tokens`` below."""
+    filled_window_tokens: int
+    """The same context filled: what ``fill`` would cost a caller passing its whole window."""
     losses: Sequence[Loss]
     determinism_hash: str
     reproduced: bool | None
@@ -100,6 +102,10 @@ class ConversationResult:
     @property
     def default_context_share(self) -> float:
         return self.default_context_tokens / self.history_tokens if self.history_tokens else 0.0
+
+    @property
+    def filled_window_share(self) -> float:
+        return self.filled_window_tokens / self.history_tokens if self.history_tokens else 0.0
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -115,6 +121,7 @@ class ConversationResult:
             "wm_section_tokens": dict(self.wm_section_tokens),
             "compression": _round(self.history_tokens / self.wm_tokens if self.wm_tokens else None),
             "default_context_share": _round(self.default_context_share),
+            "filled_window_share": _round(self.filled_window_share),
             "anchors": self.anchors,
             "unreachable_anchors": self.unreachable_anchors,
             "budgets": {
@@ -195,6 +202,7 @@ async def evaluate(
             "filled": _scored_context(await _context(http, sid, {**params, "fill": True}), anchors),
         }
     full = await _context(http, sid, {})
+    full_filled = await _context(http, sid, {"fill": True})
     versions = await section_history(http, sid)
     grouped = by_section(versions)
     history_by_section = {section: grouped.get(section.value, []) for section in SECTIONS}
@@ -219,6 +227,7 @@ async def evaluate(
         unreachable_anchors=len(every_anchor) - len(anchors),
         scores=scores,
         default_context_tokens=int(full["tokens"]["total"]),
+        filled_window_tokens=int(full_filled["tokens"]["total"]),
         losses=protected_losses(history_by_section),
         determinism_hash=_history_hash(versions),
         reproduced=await _reproduced(replayed, history, versions),

@@ -183,15 +183,16 @@ def as_markdown(results: Sequence[ConversationResult], budgets: Sequence[int], t
     middle = budgets[len(budgets) // 2]
     lines += [
         "",
-        f"| conversation | messages | archives | WM tokens | lost | context ÷ history | "
-        f"recall at {middle}: truncation / default / filled | hash |",
+        f"| conversation | messages | archives | WM tokens | lost | context ÷ history at "
+        f"128k: default / filled | recall at {middle}: truncation / default / filled | hash |",
         "|---|---:|---:|---:|---:|---:|---|---|",
     ]
     for r in results:
         recalls = " / ".join(_cell(_share(r, middle, mode)) for mode in MODES)
         lines.append(
             f"| {r.name[:48]} | {r.messages} | {r.archives} | {r.wm_tokens} | {len(r.losses)} | "
-            f"{r.default_context_share:.3f} | {recalls} | `{r.determinism_hash[:12]}` |"
+            f"{r.default_context_share:.3f} / {r.filled_window_share:.3f} | {recalls} | "
+            f"`{r.determinism_hash[:12]}` |"
         )
     lines += ["", "| target | value | wanted | |", "|---|---:|---|---|"]
     for target in targets(results, budgets):

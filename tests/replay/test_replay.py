@@ -16,7 +16,7 @@ from app.replay.formats import Conversation, ReplayFormat
 from app.replay.run import ReplayError, Schedule, by_section, replay, section_history
 from app.wm.items import Marker, is_kept, markers_of
 from app.wm.sections import Section
-from tests.conftest import AppFactory, TenantKeys, make_tenant
+from tests.conftest import AppFactory, make_tenant
 from tests.support.adversary import Adversary
 from tests.support.datasets import loaded
 from tests.support.fake_openai import FakeOpenAI
@@ -30,15 +30,10 @@ def chat(count: int) -> Conversation:
     return Conversation("synthetic", ReplayFormat.OPENAI, messages)
 
 
-def client_for(http: httpx.AsyncClient, keys: TenantKeys) -> httpx.AsyncClient:
-    http.headers.update(keys.write)
-    return http
-
-
 async def test_a_replay_commits_on_schedule_and_reports_each_archive(
-    client: httpx.AsyncClient, tenant: TenantKeys
+    writer: httpx.AsyncClient,
 ) -> None:
-    http = client_for(client, tenant)
+    http = writer
     replayed = await replay(http, chat(50), Schedule(every=20, keep=4))
     assert [(a.archive_seq, a.start_seq, a.end_seq) for a in replayed.archives] == [
         (1, 1, 16),
@@ -58,10 +53,8 @@ async def test_a_replay_commits_on_schedule_and_reports_each_archive(
     assert len(no_final.archives) == 2
 
 
-async def test_a_pending_tokens_threshold_commits_sooner(
-    client: httpx.AsyncClient, tenant: TenantKeys
-) -> None:
-    http = client_for(client, tenant)
+async def test_a_pending_tokens_threshold_commits_sooner(writer: httpx.AsyncClient) -> None:
+    http = writer
     by_count = await replay(http, chat(60), Schedule(every=100, keep=4, final_commit=False))
     assert by_count.archives == []
     by_tokens = await replay(
@@ -71,10 +64,8 @@ async def test_a_pending_tokens_threshold_commits_sooner(
     assert all(a.end_seq - a.start_seq < 30 for a in by_tokens.archives)
 
 
-async def test_a_refused_request_is_a_replay_error(
-    client: httpx.AsyncClient, tenant: TenantKeys
-) -> None:
-    http = client_for(client, tenant)
+async def test_a_refused_request_is_a_replay_error(writer: httpx.AsyncClient) -> None:
+    http = writer
     bad = Conversation("bad", ReplayFormat.OPENAI, [{"role": "robot", "content": "beep"}])
     with pytest.raises(ReplayError, match=r"appending messages 1-1 answered 422"):
         await replay(http, bad, Schedule())
@@ -84,10 +75,10 @@ async def test_a_refused_request_is_a_replay_error(
 
 
 async def test_one_conversation_evaluated_with_the_offline_extractor(
-    client: httpx.AsyncClient, tenant: TenantKeys
+    writer: httpx.AsyncClient,
 ) -> None:
     conversation = loaded(tau_airline_shift, None, 4)
-    result = await evaluate(client_for(client, tenant), conversation, "tau-bench", EvalOptions())
+    result = await evaluate(writer, conversation, "tau-bench", EvalOptions())
     assert result.archives >= 3
     assert result.generators == {"offline": result.archives}
     assert result.reproduced is True, "the same input gives the same working memory"
@@ -103,7 +94,7 @@ async def test_one_conversation_evaluated_with_the_offline_extractor(
         assert filled >= modes["default"].share  # type: ignore[operator]
     assert result.wm_tokens == sum(result.wm_section_tokens.values()) or result.wm_tokens > 0
     assert result.default_context_share < 1
-    again = await evaluate(client_for(client, tenant), conversation, "tau-bench", EvalOptions())
+    again = await evaluate(writer, conversation, "tau-bench", EvalOptions())
     assert again.determinism_hash == result.determinism_hash
 
 
@@ -123,9 +114,8 @@ async def test_the_adversarial_model_removes_only_issues_it_dropped_twice(
             llm_api_key=SecretStr("adversary"),
             llm_max_retries=0,
         ) as http:
-            result = await evaluate(
-                client_for(http, keys), conversation, "tau-bench", EvalOptions(budgets=(4_000,))
-            )
+            http.headers.update(keys.write)  # this test's own app and client
+            result = await evaluate(http, conversation, "tau-bench", EvalOptions(budgets=(4_000,)))
             versions = await section_history(http, result.agent_session_id)
     assert server.errors == []
     assert adversary.attacks >= 3
