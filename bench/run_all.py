@@ -162,21 +162,28 @@ def ui_rows(data: dict[str, Any]) -> list[Row]:
 
 
 def retention_rows(data: dict[str, Any]) -> list[Row]:
+    """The recall target is the offline extractor's (the baseline everyone without a model key
+    gets); with the adversarial model the figure that must hold is protected-item loss."""
     rows = []
     for generator, run in data.items():
-        by_budget = run["summary"]["by_budget"]
-        for budget, scopes in by_budget.items():
+        offline = generator == "offline"
+        for budget, scopes in run["summary"]["by_budget"].items():
             long = scopes["long"]
-            if long["filled"] is not None and long["truncation"]:
-                rows.append(
-                    _ratio_row(f"retention ({generator})",
-                               f"anchor recall of the filled context at {budget} tokens",
-                               long["filled"], "truncation at the same budget",
-                               long["truncation"], long["filled"] / long["truncation"], ">= 1.5",
-                               long["filled"] / long["truncation"] >= 1.5)
-                )  # fmt: skip
+            if long["filled"] is None or not long["truncation"]:
+                continue
+            ratio = long["filled"] / long["truncation"]
+            rows.append(
+                Row(f"retention ({generator})",
+                    f"anchor recall of the filled context at {budget} tokens, long conversations",
+                    round(long["filled"], 3),
+                    f"truncation at the same budget = {round(long['truncation'], 3)}",
+                    round(ratio, 3), ">= 1.5" if offline else "",
+                    ratio >= 1.5 if offline else None)
+            )  # fmt: skip
         for target in run["targets"]:
-            if target["name"].startswith("filled / truncation"):
+            if target["name"].startswith("filled / truncation") or (
+                not offline and target["name"].startswith("conversations below")
+            ):
                 continue
             rows.append(
                 Row(f"retention ({generator})", target["name"], target["value"], "", None,
