@@ -539,15 +539,15 @@ def import_openviking(
 
 
 def _replay_client(url: str | None, key: str | None) -> Any:
-    """An async context manager yielding the HTTP client a replay talks to: ``--url`` and
-    ``--key`` for a running server; otherwise the service in this process on the configured
-    database (the embedded one by default, with its local key)."""
+    """A factory of the HTTP client a replay talks to: ``--url`` and ``--key`` for a running
+    server; otherwise the service in this process on the configured database (the embedded one
+    by default, with its local key)."""
     from app.replay.target import ServiceTarget, in_process, remote
 
     if url is not None:
         if key is None:
             raise fail("--url needs --key: an API key of the tenant to replay into")
-        return remote(ServiceTarget(url, key))
+        return lambda: remote(ServiceTarget(url, key))
     resolved = runtime()
     if resolved.embedded is not None:
         upgrade_database(resolved)
@@ -555,7 +555,8 @@ def _replay_client(url: str | None, key: str | None) -> Any:
         key = key or resolved.settings.key_file.read_text().strip()
     elif key is None:
         raise fail("with DATABASE_URL set, --key names the tenant to replay into")
-    return in_process(resolved.settings, key)
+    local_key = key
+    return lambda: in_process(resolved.settings, local_key)
 
 
 @cli.command("replay")
@@ -591,46 +592,22 @@ def replay_command(
     decisions."""
     from rich.console import Console
 
-    from app.replay import formats
-    from app.replay.console import ReplayProgress, render_replayed
-    from app.replay.run import ReplayError, Schedule, replay
+    from app.replay.commands import CommandFailed, ReplayRequest, conversations_of, run_replay
+    from app.replay.run import Schedule
 
+    request = ReplayRequest(
+        file,
+        format,
+        Schedule(every=every, pending_tokens=pending_tokens, keep=keep),
+        only=only,
+        chain=chain,
+        external_id=external_id,
+    )
     try:
-        chosen = None if format is None else formats.ReplayFormat(format)
-    except ValueError:
-        known = ", ".join(f.value for f in formats.ReplayFormat)
-        raise fail(f"--format must be one of {known}") from None
-    try:
-        conversations = formats.read_conversations(file, chosen)
-    except formats.UnreadableConversation as error:
-        raise fail(str(error)) from None
-    if only is not None:
-        if only > len(conversations):
-            raise fail(f"--only {only}: {file} holds {len(conversations)} conversation(s)")
-        conversations = [conversations[only - 1]]
-    if chain:
-        conversations = [formats.chain(file.stem, conversations)]
-    if external_id is not None and len(conversations) > 1:
-        raise fail("--external-id names one agent session: add --only N or --chain")
-    schedule = Schedule(every=every, pending_tokens=pending_tokens, keep=keep)
-    console = Console()
-
-    async def work() -> None:
-        async with _replay_client(url, key) as http:
-            for conversation in conversations:
-                label = f"replaying {conversation.name[:40]}"
-                with ReplayProgress(console, len(conversation.messages), label) as progress:
-                    replayed = await replay(
-                        http, conversation, schedule, progress=progress, external_id=external_id
-                    )
-                render_replayed(console, replayed)
-
-    try:
-        asyncio.run(work())
-    except ReplayError as error:
-        raise fail(str(error), code=1) from None
-    except KeyboardInterrupt:
-        raise fail("interrupted; what was appended and committed so far is kept", 130) from None
+        conversations_of(request)  # a bad file fails before the database starts
+        run_replay(request, _replay_client(url, key), Console())
+    except CommandFailed as error:
+        raise fail(error.message, error.code) from None
 
 
 @cli.command("eval")
@@ -663,57 +640,33 @@ def eval_command(
     the context (default and filled) against truncation at each budget."""
     from rich.console import Console
 
-    from app.replay import report
+    from app.replay.commands import CommandFailed, EvalRequest, dumped, parse_budgets, run_eval
     from app.replay.datasets import default_datasets_dir
     from app.replay.evaluation import EvalOptions
-    from app.replay.run import ReplayError, Schedule
-    from app.replay.suite import NoDatasets, run_on_throwaway, run_suite
-    from app.replay.target import ServiceTarget, remote
+    from app.replay.run import Schedule
+    from app.replay.target import ServiceTarget
 
-    try:
-        chosen_budgets = tuple(int(part) for part in budgets.split(",") if part.strip())
-    except ValueError:
-        raise fail("--budgets takes whole numbers separated by commas") from None
-    if not chosen_budgets or min(chosen_budgets) < 1:
-        raise fail("--budgets takes whole numbers above 0")
-    names = None if sets is None else frozenset(p.strip() for p in sets.split(",") if p.strip())
-    root = datasets or default_datasets_dir()
-    options = EvalOptions(
-        schedule=Schedule(every=every, pending_tokens=pending_tokens, keep=keep),
-        budgets=chosen_budgets,
-    )
+    if url is not None and key is None:
+        raise fail("--url needs --key: an API key of the tenant to evaluate in")
     console = Console(stderr=True)
-    settings = Settings()
-    generator = (
-        "server at " + url if url is not None else ("openai" if settings.use_openai else "offline")
-    )
-
-    async def work() -> dict[str, Any]:
-        if url is not None:
-            if key is None:
-                raise fail("--url needs --key: an API key of the tenant to evaluate in")
-            async with remote(ServiceTarget(url, key)) as http:
-                run = await run_suite(http, root, options, console, sets=names, limit=limit)
-        else:
-            run = await run_on_throwaway(settings, root, options, console, sets=names, limit=limit)
-        header = run.header(generator, options)
-        if markdown_out is not None:
-            markdown_out.write_text(
-                report.as_markdown(run.results, options.budgets, f"Retention ({generator})")
-            )
-        return report.as_json(run.results, options.budgets, header)
-
     try:
-        result = asyncio.run(work())
-    except NoDatasets as error:
-        raise fail(str(error), code=1) from None
-    except ReplayError as error:
-        raise fail(str(error), code=1) from None
-    text = json.dumps(result, indent=2, ensure_ascii=False)
+        request = EvalRequest(
+            datasets or default_datasets_dir(),
+            EvalOptions(
+                schedule=Schedule(every=every, pending_tokens=pending_tokens, keep=keep),
+                budgets=parse_budgets(budgets),
+            ),
+            sets=None if sets is None else frozenset(p.strip() for p in sets.split(",")),
+            limit=limit,
+            target=None if url is None or key is None else ServiceTarget(url, key),
+        )
+        result = run_eval(request, Settings(), console, markdown_out)
+    except CommandFailed as error:
+        raise fail(error.message, error.code) from None
     if json_out is not None:
-        json_out.write_text(text + "\n")
+        json_out.write_text(dumped(result) + "\n")
     else:
-        typer.echo(text)
+        typer.echo(dumped(result))
     if not all(target["pass"] for target in result["targets"]):
         console.print("evaluation: some targets are not met (see 'targets')", highlight=False)
 
