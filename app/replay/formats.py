@@ -85,11 +85,7 @@ def _load(text: str, path: Path) -> Any:
             raise UnreadableConversation(
                 f"{path}: line {number} is not JSON ({error.args[0]})"
             ) from error
-    return _JsonLines(records)
-
-
-class _JsonLines(list[Any]):
-    """Records of a JSON-lines file (one JSON value per line)."""
+    return records
 
 
 def detect_format(data: Any) -> ReplayFormat | None:
