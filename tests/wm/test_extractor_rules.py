@@ -362,12 +362,23 @@ MONDAY = date(2023, 5, 8)
         ("next year", "next year (2024)"),
         ("this year", "this year (2023)"),
         ("this month", "this month (May 2023)"),
+        ("this week", "this week (the week of 8 May 2023)"),
+        ("see you next Friday", "see you next Friday (12 May 2023)"),
+        ("next Monday", "next Monday (15 May 2023)"),
         ("I paint every day.", "I paint every day."),
     ],
 )
 def test_relative_dates(sentence: str, dated: str) -> None:
     assert resolve_relative(sentence, MONDAY) == dated
     assert has_relative_time(sentence) is (dated != sentence)
+
+
+@pytest.mark.parametrize(
+    "sentence", ["I moved here recently.", "We met a while ago.", "It was this Tuesday."]
+)
+def test_vague_relative_times_are_dated_but_not_resolved(sentence: str) -> None:
+    assert has_relative_time(sentence)
+    assert resolve_relative(sentence, MONDAY) == sentence
 
 
 def test_months_roll_over_years() -> None:

@@ -29,7 +29,13 @@ _RELATIVE: Final = re.compile(
     r"\b(?:(yesterday|last night)|(today|tonight|this (?:morning|afternoon|evening))|(tomorrow)"
     r"|(?:last|this past) (" + "|".join(_WEEKDAYS) + r")"
     r"|" + _COUNT + r" (days?|weeks?|months?|years?) ago"
-    r"|(last|next) (week(?:end)?|month|year)|this (month|year))\b",
+    r"|(last|next) (week(?:end)?|month|year)|this (month|year|week(?:end)?)"
+    r"|next (" + "|".join(_WEEKDAYS) + r"))\b",
+    re.IGNORECASE,
+)
+# Relative times with no one date: the fact still says the day they were said.
+_VAGUE: Final = re.compile(
+    r"\b(?:recently|lately|ago|the other day|this (?:" + "|".join(_WEEKDAYS) + r"))\b",
     re.IGNORECASE,
 )
 
@@ -85,11 +91,18 @@ def _meaning(match: re.Match[str], day: date) -> str:
         if unit in ("week", "weekend"):
             return f"the {unit} {relation} {format_day(day)}"
         return _month(day, step) if unit == "month" else str(day.year + step)
-    return _month(day, 0) if groups[8].lower() == "month" else str(day.year)
+    if groups[8]:
+        unit = groups[8].lower()
+        if unit.startswith("week"):
+            return f"the {unit} of {format_day(day)}"
+        return _month(day, 0) if unit == "month" else str(day.year)
+    ahead = (_WEEKDAYS.index(groups[9].lower()) - day.weekday() - 1) % 7 + 1
+    return format_day(day + timedelta(days=ahead))
 
 
 def has_relative_time(sentence: str) -> bool:
-    return _RELATIVE.search(sentence) is not None
+    """A time relative to the day it was said, whether or not it names one date."""
+    return _RELATIVE.search(sentence) is not None or _VAGUE.search(sentence) is not None
 
 
 def resolve_relative(sentence: str, day: date) -> str:
