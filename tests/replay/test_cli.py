@@ -4,6 +4,7 @@ server, and their one-line errors."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 
@@ -138,3 +139,18 @@ def test_replay_against_the_real_server(tmp_path: Path, conversation_file: Path)
         assert "archive 3: messages 4-4 done" in done.stdout
     finally:
         server.stop()
+
+
+@pytest.mark.e2e
+def test_replay_into_the_embedded_database_by_default(
+    tmp_path: Path, conversation_file: Path
+) -> None:
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "WORKMEM_DATABASE_URL")}
+    env["WORKMEM_HOME"] = str(tmp_path / "home")
+    done = subprocess.run(
+        [*workmem_command(), "replay", str(conversation_file), "--every", "2", "--keep", "1"],
+        capture_output=True, text=True, timeout=180, check=False, env=env,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "5 messages, 3 archives" in done.stdout
+    assert (tmp_path / "home" / "local-api-key").is_file(), "the local key, as serve makes it"
