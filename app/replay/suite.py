@@ -114,6 +114,11 @@ async def run_on_throwaway(
 ) -> SuiteRun:
     """``run_suite`` against the service in this process on a fresh embedded database that is
     deleted afterwards; ``settings`` choose the generator (the offline extractor by default)."""
+    found = find_sets(root, sets)
+    if not any(item.present for item in found):
+        # Before the database starts: there would be nothing to evaluate on it.
+        announce(console, found)
+        raise NoDatasets(f"no evaluation set found under {root}")
     async with throwaway_database() as fresh:
         local = settings.model_copy(update={"database_url": fresh.app_url})
         async with in_process(local, fresh.api_key) as http:
