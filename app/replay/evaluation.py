@@ -41,8 +41,6 @@ from app.wm.tokens import count_tokens
 Mode = Literal["truncation", "default", "filled"]
 MODES: Final[tuple[Mode, ...]] = ("truncation", "default", "filled")
 DEFAULT_BUDGETS: Final = (2_000, 4_000, 8_000)
-FULL_WINDOW: Final = 128_000
-"""The context endpoint's default budget: where the "context ≤ 20 % of history" figure is read."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,6 +199,8 @@ async def evaluate(
             "default": _scored_context(await _context(http, sid, params), anchors),
             "filled": _scored_context(await _context(http, sid, {**params, "fill": True}), anchors),
         }
+    # At the endpoint's default budget: where "the context is at most a fifth of the history" is
+    # read, and what fill would cost a caller that passes its whole window.
     full = await _context(http, sid, {})
     full_filled = await _context(http, sid, {"fill": True})
     versions = await section_history(http, sid)
