@@ -29,7 +29,7 @@ from sqlalchemy.engine import make_url
 
 from app import migrations
 from app.config import Settings
-from app.db import Database, normalize_url
+from app.db import Database, login_url, normalize_url
 from app.main import create_app
 from app.tenancy import service as tenancy
 from app.tenancy.principal import Role
@@ -163,7 +163,8 @@ async def timed_ms(call: Callable[[int], Awaitable[None]], size: int) -> float:
 
 
 async def measure(url: str, runs: int) -> dict[str, Any]:
-    database = Database.from_url(url, pool_size=4)
+    """``url`` is the owner's: it bulk-loads the histories; the service logs in as workmem_app."""
+    database = Database.from_url(login_url(url), pool_size=4)
     async with database.unscoped() as db:
         tenant = await tenancy.create_tenant(db, "bench")
         _, key = await tenancy.issue_key(db, tenant.tenant_id, role=Role.READER)
@@ -173,7 +174,9 @@ async def measure(url: str, runs: int) -> dict[str, Any]:
         connection.execute("ANALYZE")
     build_s = time.perf_counter() - started
 
-    settings = Settings(database_url=url, admin_token=SecretStr("bench"), worker_enabled=False)
+    settings = Settings(
+        database_url=login_url(url), admin_token=SecretStr("bench"), worker_enabled=False
+    )
     app = create_app(settings, database=database)
     headers = {"Authorization": f"Bearer {key}"}
     context_ms: dict[int, list[float]] = {size: [] for size in SIZES}

@@ -11,7 +11,6 @@ from dataclasses import dataclass
 import httpx
 from asgi_lifespan import LifespanManager
 
-from app import migrations
 from app.config import Settings
 from app.db import Database
 from app.main import create_app
@@ -24,21 +23,24 @@ from tests.support.postgres import PostgresForTests
 class Bench:
     postgres: PostgresForTests
     url: str
+    admin_url: str
     database: Database
     http: httpx.AsyncClient
     headers: dict[str, str]
 
     @property
     def plain_url(self) -> str:
-        return self.url.replace("postgresql+psycopg://", "postgresql://")
+        """The owner's URL for psycopg: raw baselines run beside the service, not as it."""
+        return self.admin_url.replace("postgresql+psycopg://", "postgresql://")
 
 
 @asynccontextmanager
 async def bench_app(pool_size: int = 20) -> AsyncIterator[Bench]:
     postgres = PostgresForTests.start()
     try:
-        url = postgres.create_database("wmbench")
-        migrations.upgrade(url)
+        urls = postgres.create_app_database("wmbench")
+        # The service logs in as workmem_app (it refuses the owner); raw baselines use the owner.
+        url = urls.app
         database = Database.from_url(url, pool_size=pool_size)
         async with database.unscoped() as db:
             tenant = await tenancy.create_tenant(db, "bench")
@@ -51,7 +53,9 @@ async def bench_app(pool_size: int = 20) -> AsyncIterator[Bench]:
                 transport=httpx.ASGITransport(app=manager.app), base_url="http://bench"
             ) as http,
         ):
-            yield Bench(postgres, url, database, http, {"Authorization": f"Bearer {key}"})
+            yield Bench(
+                postgres, url, urls.admin, database, http, {"Authorization": f"Bearer {key}"}
+            )
         await database.dispose()
     finally:
         postgres.stop()

@@ -53,6 +53,9 @@ class LoopConfig:
     """Commit once this many tokens wait outside the agent session's keep window."""
     token_budget: int = 128_000
     """The model's context window: the assembled context plus the reply fit in it."""
+    fill: bool = False
+    """Spend the room the budget leaves on the newest messages the summary covers: for a budget
+    that is what each call should cost (a small one), not a whole large window."""
     max_tool_rounds: int = 3
     archive_excerpt_chars: int = 8_000
     """The most of an archive one ``read_archive`` result carries."""
@@ -89,11 +92,13 @@ class Workmem:
         """Archive what is pending; a worker writes the working memory in the background."""
         return await self._call("POST", f"/v1/sessions/{agent_session_id}/commit", json={})
 
-    async def context(self, agent_session_id: str, token_budget: int) -> dict[str, Any]:
+    async def context(
+        self, agent_session_id: str, token_budget: int, *, fill: bool = False
+    ) -> dict[str, Any]:
         return await self._call(
             "GET",
             f"/v1/sessions/{agent_session_id}/context",
-            params={"token_budget": token_budget},
+            params={"token_budget": token_budget, "fill": fill},
         )
 
     async def archive(self, agent_session_id: str, archive_seq: int) -> dict[str, Any]:
@@ -152,7 +157,9 @@ class AgentLoop:
             self.commits += 1
 
     async def _call_model(self, *, tools_allowed: bool) -> ChatCompletionMessage:
-        context = await self.workmem.context(self.agent_session_id, self.config.token_budget)
+        context = await self.workmem.context(
+            self.agent_session_id, self.config.token_budget, fill=self.config.fill
+        )
         system = self.config.system_prompt
         if context["system_prompt_addition"]:
             system = f"{system}\n\n{context['system_prompt_addition']}"
@@ -193,6 +200,9 @@ async def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--session", help="continue this agent session instead of a new one")
     parser.add_argument("--commit-threshold", type=int, default=LoopConfig.commit_threshold_tokens)
     parser.add_argument("--token-budget", type=int, default=LoopConfig.token_budget)
+    parser.add_argument(
+        "--fill", action="store_true", help="fill the budget with recent covered messages too"
+    )
     args = parser.parse_args(argv)
     if not args.workmem_key:
         parser.error("set WORKMEM_API_KEY or pass --workmem-key")
@@ -200,6 +210,7 @@ async def main(argv: Sequence[str] | None = None) -> None:
         model=args.model,
         commit_threshold_tokens=args.commit_threshold,
         token_budget=args.token_budget,
+        fill=args.fill,
     )
     async with (
         httpx.AsyncClient(base_url=args.workmem_url, timeout=120) as http,

@@ -100,6 +100,8 @@ async def sessions(counted: Counted) -> list[str]:
         ("/v1/sessions/{id}/working-memory", 3),
         ("/v1/sessions/{id}/working-memory/history", 2),
         ("/v1/sessions/{id}/context?token_budget=8000", 5),
+        # Fill reads the covered messages it needs once, newest first.
+        ("/v1/sessions/{id}/context?token_budget=8000&fill=true", 6),
         ("/v1/sessions/{id}/messages", 3),
         ("/v1/sessions/{id}/context?token_budget=8000&recall=fix+the+migration", 6),
         ("/v1/memories?limit=50", 2),

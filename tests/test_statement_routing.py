@@ -119,10 +119,11 @@ async def workload(http: httpx.AsyncClient, keys: TenantKeys) -> None:
         f"/v1/sessions/{sid}/working-memory",
         f"/v1/sessions/{sid}/working-memory/history",
         f"/v1/sessions/{sid}/context?token_budget=4000",
+        f"/v1/sessions/{sid}/context?token_budget=4000&fill=true",
     ):
         response = await http.get(path, headers=keys.read)
         assert response.status_code == 200, (path, response.text)
-    await http.post(f"/v1/sessions/{sid}/compact", headers=keys.write)
+    await http.post(f"/v1/sessions/{sid}/compact?fill=true", headers=keys.write)
     deleted = await http.delete(f"/v1/sessions/{sid}", headers=keys.write)
     assert deleted.status_code == 204
 

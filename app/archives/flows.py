@@ -49,10 +49,13 @@ async def commit(
         outcome = await ArchiveService(db, principal).commit(agent_session_id, keep)
     if outcome.archive is None:
         return CommitResult(outcome, None, None)
-    worker.wakeup.set()
     archive_seq = outcome.archive.archive_seq
     if wait:
+        # This request processes the archive itself: waking the background worker too would only
+        # make the two race for the claim, and the loser's request poll for the winner.
         await worker.drain(principal.tenant_id, agent_session_id, archive_seq, timeout_s=timeout_s)
+    else:
+        worker.wakeup.set()
     async with database.tenant(principal.tenant_id) as db:
         service = ArchiveService(db, principal)
         archive = await service.get(agent_session_id, archive_seq)

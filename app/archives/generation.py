@@ -23,7 +23,7 @@ from app.wm.recovery import RecoveryPath, recover_arguments, recover_document
 from app.wm.schema import CREATE_TOOL, UPDATE_TOOL
 from app.wm.sections import Section, empty_sections, parse, render
 from app.wm.thresholds import DEFAULT_CONFIG, GuardConfig, size_warnings
-from app.wm.tokens import count_tokens
+from app.wm.tokens import count_tokens, message_text
 
 logger = logging.getLogger(__name__)
 
@@ -71,6 +71,30 @@ def legacy_sections(legacy_text: str) -> dict[Section, str]:
     return sections
 
 
+def offline_batches(
+    messages: Sequence[Mapping[str, object]], budget: int
+) -> list[list[Mapping[str, object]]]:
+    """Batches of about ``budget`` tokens for the offline extractor, each ending between tool
+    groups (a call stays with its results), as a model's batches do.
+
+    The extractor has no input limit: batches only keep its per-step caps in proportion to the
+    input, so a message's size is its text's length over four (rendering and counting every
+    message of a large archive would cost more than extracting from it).
+    """
+    batches: list[list[Mapping[str, object]]] = []
+    current: list[Mapping[str, object]] = []
+    used = 0
+    for message in messages:
+        cost = len(message_text(message)) // 4 + 1
+        if current and message.get("role") != "tool" and used + cost > budget:
+            batches.append(current)
+            current, used = [], 0
+        current.append(message)
+        used += cost
+    batches.append(current)
+    return batches
+
+
 class WorkingMemoryGenerator:
     def __init__(
         self,
@@ -92,7 +116,12 @@ class WorkingMemoryGenerator:
         next batch's prior), so the input of one call stays within ``max_input_tokens``."""
         prior_tokens = count_tokens(render(prior.sections)) + count_tokens(prior.legacy_text or "")
         budget = max(2_000, self.max_input_tokens - _PROMPT_OVERHEAD_TOKENS - prior_tokens)
-        batches = batch_messages(messages, budget=budget) if messages else [[]]
+        if not messages:
+            batches: list[list[Mapping[str, object]]] = [[]]
+        elif self.chat is None:
+            batches = offline_batches(messages, budget)
+        else:
+            batches = batch_messages(messages, budget=budget)
         usage = Usage()
         steps: list[Generated] = []
         current = prior

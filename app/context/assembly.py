@@ -80,10 +80,19 @@ class Assembly:
     """The layer the summary had after the newest user message and the hint took their share."""
     recall: Recall = NO_RECALL
     """The ``[Relevant Memories]`` block, when the request asked to recall."""
+    filled: tuple[StoredMessage, ...] = ()
+    """Covered messages sent after the summary (``fill``), oldest first; not ``included_seqs``."""
+    filled_tokens: int = 0
 
     @property
     def total(self) -> int:
-        return self.hint_tokens + self.wm_tokens + self.recall.tokens + self.message_tokens
+        return (
+            self.hint_tokens
+            + self.wm_tokens
+            + self.recall.tokens
+            + self.message_tokens
+            + self.filled_tokens
+        )
 
 
 def _omitted_ranges(

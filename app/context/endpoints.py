@@ -18,6 +18,7 @@ from app.context.budget import (
     InvalidBudget,
     plan_budget,
 )
+from app.context.fill import DEFAULT_FILL
 from app.context.schemas import CompactCommit, CompactRead, ContextRead
 from app.context.service import ContextService, RecallRequest
 from app.deps import DatabaseDep, EmbedderDep, SettingsDep, WorkerDep
@@ -57,6 +58,13 @@ async def context_budget(
 
 
 ContextBudget = Annotated[Budget, Depends(context_budget)]
+Fill = Annotated[
+    bool,
+    Query(
+        description="give the room left under the budget to the newest raw messages the summary "
+        "already covers (see docs/context.md)"
+    ),
+]
 
 
 @router.get("/{agent_session_id}/context")
@@ -83,6 +91,7 @@ async def get_context(
             ge=-1, le=1, description="least cosine similarity (default WORKMEM_MEMORY_MIN_SCORE)"
         ),
     ] = None,
+    fill: Fill = DEFAULT_FILL,
 ) -> ContextRead:
     request = None
     if recall is not None:
@@ -93,7 +102,9 @@ async def get_context(
             min_score=settings.memory_min_score if recall_min_score is None else recall_min_score,
         )
     async with database.tenant(principal.tenant_id) as db:
-        context = await ContextService(db, principal).assemble(agent_session_id, budget, request)
+        context = await ContextService(db, principal).assemble(
+            agent_session_id, budget, request, fill=fill
+        )
     return ContextRead.from_assembled(context)
 
 
@@ -106,6 +117,7 @@ async def compact(
     worker: WorkerDep,
     budget: ContextBudget,
     wait_timeout_s: Annotated[float | None, Query(gt=0, le=600)] = None,
+    fill: Fill = DEFAULT_FILL,
 ) -> CompactRead:
     """Commit every live message (``keep_recent_count`` 0), wait for the working memory, then
     answer with the context. A wait that times out still answers: the archive's raw messages are
@@ -125,5 +137,5 @@ async def compact(
     else:
         commit = CompactCommit(status=result.archive.status, archive_seq=result.archive.archive_seq)
     async with database.tenant(principal.tenant_id) as db:
-        context = await ContextService(db, principal).assemble(agent_session_id, budget)
+        context = await ContextService(db, principal).assemble(agent_session_id, budget, fill=fill)
     return CompactRead(**dict(ContextRead.from_assembled(context)), commit=commit)

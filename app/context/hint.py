@@ -49,13 +49,15 @@ def system_prompt_addition(
     index: Sequence[ArchiveRange],
     listed: int,
     summary_sent: bool = True,
+    fill: bool = False,
 ) -> str:
     """The text to append to the system prompt; empty when nothing has been archived.
 
     ``index`` is the newest archives, newest first; ``summary_archive`` the done archive whose
     working memory covers the oldest messages (``None`` when no archive is done yet), and
-    ``summary_sent`` whether it opens the messages or was left out for the budget. The session
-    id is written once: ids cost about twenty tokens each.
+    ``summary_sent`` whether it opens the messages or was left out for the budget; ``fill``
+    whether covered messages may follow it. The session id is written once: ids cost about
+    twenty tokens each.
     """
     if not index:
         return ""
@@ -73,7 +75,19 @@ def system_prompt_addition(
         )
     covered = f"1-{summary_archive.end_seq}"
     after = f"archive {summary_archive.archive_seq}"
-    if summary_sent:
+    if summary_sent and fill:
+        # Names the boundary, never the filled range: the range shrinks as new messages take
+        # the room, and this text must stay byte-identical between commits (prompt caches).
+        last = summary_archive.end_seq
+        parts = [
+            f'The first message, "[Session History Summary]", is a lossy summary of messages '
+            f"{covered} (the working memory after {after}). It may be followed by the newest of "
+            f"those messages, up to message {last}, repeated raw for their exact wording; "
+            f"messages after {last} are newer, and raw messages win where they and the summary "
+            f"disagree."
+        ]
+        shown = "follow the summary"
+    elif summary_sent:
         parts = [
             f'The first message, "[Session History Summary]", is a lossy summary of messages '
             f"{covered} (the working memory after {after}); the messages after it are newer and "

@@ -84,7 +84,10 @@ class ContextTokens(BaseModel):
     system_prompt_addition: int
     wm: int = Field(description="the summary message as sent")
     memories: int = Field(default=0, description="the [Relevant Memories] message as sent")
-    messages: int = Field(description="the raw messages as sent, from their stored counts")
+    messages: int = Field(
+        description="the raw messages as sent (filled ones included), from their stored counts"
+    )
+    filled: int = Field(description="of 'messages', the covered messages sent by fill")
     total: int = Field(description="system_prompt_addition + wm + memories + messages")
     history_total: int = Field(description="the whole history, from the agent session's counter")
     over_budget: bool = Field(
@@ -128,6 +131,12 @@ class ContextStats(BaseModel):
     wm_cuts: list[WmCutRead] = Field(description="reductions of the summary, in the order made")
     summary_omitted: bool = Field(description="a summary exists but not even its skeleton fit")
     hint_omitted: bool
+    messages_filled: int = Field(
+        description="covered messages sent after the summary (fill); not in messages_included"
+    )
+    filled_range: SeqRange | None = Field(
+        description="the seq range of the filled messages (they end at the summary's coverage)"
+    )
     recall: RecallStats | None = Field(
         default=None, description="what recall=<query> found and sent; null without recall"
     )
@@ -209,7 +218,8 @@ class ContextRead(BaseModel):
                 system_prompt_addition=result.hint_tokens,
                 wm=result.wm_tokens,
                 memories=result.recall.tokens,
-                messages=result.message_tokens,
+                messages=result.message_tokens + result.filled_tokens,
+                filled=result.filled_tokens,
                 total=result.total,
                 history_total=agent_session.total_tokens,
                 over_budget=result.over_budget,
@@ -235,6 +245,10 @@ class ContextRead(BaseModel):
                 ],
                 summary_omitted=summary is not None and summary.text is None,
                 hint_omitted=result.hint_omitted,
+                messages_filled=len(result.filled),
+                filled_range=None
+                if not result.filled
+                else SeqRange(start_seq=result.filled[0].seq, end_seq=result.filled[-1].seq),
                 recall=None
                 if context.recall is None
                 else RecallStats(

@@ -19,6 +19,7 @@ from app.archives.service import ArchiveService
 from app.archives.working_memory import WorkingMemory
 from app.context.assembly import Assembly, Hint, Window, assemble
 from app.context.budget import Budget
+from app.context.fill import choose_fill, fill_room, with_fill
 from app.context.hint import (
     ARCHIVE_INDEX_LIMIT,
     ArchiveRange,
@@ -72,10 +73,17 @@ class ContextService:
         self.counter = counter
 
     async def assemble(
-        self, agent_session_id: uuid.UUID, budget: Budget, recall: RecallRequest | None = None
+        self,
+        agent_session_id: uuid.UUID,
+        budget: Budget,
+        recall: RecallRequest | None = None,
+        *,
+        fill: bool = False,
     ) -> AssembledContext:
-        """The context of an agent session; with ``recall``, its user's long-term memories
-        most relevant to the query go in as a ``[Relevant Memories]`` block."""
+        """The context of an agent session for this budget. With ``recall``, its user's
+        long-term memories most relevant to the query go in as a ``[Relevant Memories]`` block;
+        with ``fill``, the room left is given to the newest messages the summary covers (read
+        only when there is room, and only as far back as the room reaches)."""
         agent_session = await self.agent_sessions.get(agent_session_id)
         recalled: list[SearchHit] = []
         if recall is not None:
@@ -100,7 +108,11 @@ class ContextService:
         listed = listed_archives(budget.usable)
         hint = Hint(
             system_prompt_addition(
-                str(agent_session_id), summary_archive=summary_archive, index=ranges, listed=listed
+                str(agent_session_id),
+                summary_archive=summary_archive,
+                index=ranges,
+                listed=listed,
+                fill=fill,
             ),
             system_prompt_addition(
                 str(agent_session_id),
@@ -118,6 +130,12 @@ class ContextService:
             counter=self.counter,
             recalled=recalled,
         )
+        room = fill_room(result, budget.usable) if fill else 0
+        if room:
+            covered = await self._read_back(
+                agent_session_id, upto=floor_seq, floor_seq=0, tokens=room, need_user=False
+            )
+            result = with_fill(result, choose_fill(covered, room))
         return AssembledContext(
             agent_session, budget, index, working_memory, window, result, recall, len(recalled)
         )
@@ -125,21 +143,39 @@ class ContextService:
     async def _window(self, agent_session: AgentSession, floor_seq: int, usable: int) -> Window:
         """The newest messages after ``floor_seq``, read newest first, until they hold more tokens
         than the whole usable budget and include a user message (older ones cannot be sent)."""
+        candidates = await self._read_back(
+            agent_session.agent_session_id,
+            upto=agent_session.last_seq,
+            floor_seq=floor_seq,
+            tokens=usable,
+            need_user=True,
+        )
+        return Window(candidates, floor_seq, agent_session.last_seq)
+
+    async def _read_back(
+        self,
+        agent_session_id: uuid.UUID,
+        *,
+        upto: int,
+        floor_seq: int,
+        tokens: int,
+        need_user: bool,
+    ) -> list[StoredMessage]:
+        """Messages ``floor_seq < seq <= upto``, oldest first, read newest first in growing
+        ranges until they hold more than ``tokens`` (and a user message, if ``need_user``)."""
         chunks: list[list[StoredMessage]] = []
-        upto = agent_session.last_seq
         size = FIRST_READ_MESSAGES
-        tokens = 0
-        seen_user = False
-        while upto > floor_seq and not (tokens > usable and seen_user):
+        read = 0
+        seen_user = not need_user
+        while upto > floor_seq and not (read > tokens and seen_user):
             after = max(floor_seq, upto - size)
             # seq is gap-free, so the range (after, upto] holds exactly upto - after messages.
             chunk = await self.agent_sessions.messages_between(
-                agent_session.agent_session_id, after_seq=after, upto_seq=upto, limit=upto - after
+                agent_session_id, after_seq=after, upto_seq=upto, limit=upto - after
             )
             chunks.append(chunk)
-            tokens += sum(message.token_count for message in chunk)
+            read += sum(message.token_count for message in chunk)
             seen_user = seen_user or any(message.role == "user" for message in chunk)
             upto = after
             size *= 2
-        candidates = [message for chunk in reversed(chunks) for message in chunk]
-        return Window(candidates, floor_seq, agent_session.last_seq)
+        return [message for chunk in reversed(chunks) for message in chunk]

@@ -14,13 +14,12 @@ import pytest
 from sqlalchemy import text
 
 from app.db import Database
-from app.wm.items import Marker, is_kept, markers_of, normalise, split_items
+from app.replay.datasets import locomo, swe_agent, tau_airline
+from app.replay.formats import Conversation
+from app.replay.protected import protected_losses
+from app.wm.sections import SECTIONS, Section
 from tests.conftest import AppFactory, make_tenant
-from tests.wm.datasets import DATASETS, Conversation, locomo, swe_agent, tau_airline
-from tests.wm.helpers import path_set
-
-PROTECTED = ("Files & Context", "Errors & Corrections", "Open Issues")
-CLOSED = {Marker.RESOLVED, Marker.DONE}
+from tests.support.datasets import DATASETS, loaded
 
 
 def conversations() -> list[Conversation]:
@@ -55,35 +54,6 @@ async def replay(
     return agent_session_id, commits
 
 
-def assert_nothing_protected_is_lost(versions: dict[str, list[str]]) -> None:
-    """What each guard protects, checked the way the guard defines it (DESIGN 3.5 D, E, F)."""
-    for index, (files, errors, issues) in enumerate(
-        zip(
-            versions["Files & Context"],
-            versions["Errors & Corrections"],
-            versions["Open Issues"],
-            strict=True,
-        )
-    ):
-        for later in versions["Files & Context"][index + 1 :]:
-            assert path_set(files) <= path_set(later)
-        for later in versions["Errors & Corrections"][index + 1 :]:
-            later_items = {normalise(item) for item in split_items(later)}
-            assert {normalise(item) for item in split_items(errors)} <= later_items
-        open_items = [item for item in split_items(issues) if not markers_of(item) & CLOSED]
-        for item in open_items:
-            # An open issue stays until a version closes it; a closed one may then leave.
-            for later in versions["Open Issues"][index + 1 :]:
-                assert is_kept(item, later.lower()), item
-                closing = [
-                    line
-                    for line in split_items(later)
-                    if is_kept(item, line.lower()) and markers_of(line) & CLOSED
-                ]
-                if closing:
-                    break
-
-
 @pytest.mark.parametrize("conversation", conversations(), ids=lambda c: c.name[:40])
 async def test_history_is_complete_and_protected_items_persist(
     own_database: Database, app_client: AppFactory, conversation: Conversation
@@ -110,12 +80,11 @@ async def test_history_is_complete_and_protected_items_persist(
             )
         ).all()
     assert len(rows) == 7 * commits
-    versions: dict[str, list[str]] = {section: [] for section in PROTECTED}
+    versions: dict[Section, list[tuple[int, str]]] = {section: [] for section in SECTIONS}
     for row in rows:
         assert row.content_sha256 == hashlib.sha256(row.content.encode()).hexdigest()
-        if row.section in versions:
-            versions[row.section].append(row.content)
-    assert_nothing_protected_is_lost(versions)
+        versions[Section(row.section)].append((row.archive_seq, row.content))
+    assert protected_losses(versions) == []
     assert current.json()["archive_seq"] == commits
     assert current.json()["tokens"] <= 12_000
 
@@ -124,7 +93,7 @@ async def test_one_dataset_working_memory_is_useful(
     own_database: Database, app_client: AppFactory
 ) -> None:
     """A SWE-agent run: the file it edits and the error it hits end up in working memory."""
-    conversation = swe_agent()[-1]
+    conversation = loaded(swe_agent)[-1]
     keys = await make_tenant(own_database)
     async with app_client(own_database) as http:
         agent_session_id, _ = await replay(http, keys.write, conversation.messages, every=10)

@@ -106,7 +106,15 @@ def assert_well_formed(context: Mapping[str, Any]) -> None:
     stats = context["stats"]
     omitted = sum(r["end_seq"] - r["start_seq"] + 1 for r in stats["omitted_ranges"])
     assert stats["messages_omitted"] == omitted
-    assert stats["messages_included"] == len(messages) - has_summary
+    assert stats["messages_included"] + stats["messages_filled"] == len(messages) - has_summary
+    assert tokens["filled"] <= tokens["messages"]
+    if stats["messages_filled"]:
+        assert has_summary, "filled messages follow a summary"
+        covered = stats["filled_range"]["end_seq"]
+        assert context["working_memory"]["covered_end_seq"] == covered
+    else:
+        assert stats["filled_range"] is None
+        assert tokens["filled"] == 0
     assert (
         stats["messages_included"] + stats["messages_omitted"] + len(stats["dropped"])
         == stats["messages_unsummarised"]

@@ -77,3 +77,34 @@ async def test_the_agent_loop_commits_and_calls_the_model_with_the_assembled_con
     roles = [m["role"] for m in stored]
     assert roles.count("user") == 13
     assert roles[-3:] == ["assistant", "tool", "assistant"]
+
+
+async def test_a_loop_that_fills_its_budget_sends_recent_covered_turns_raw(
+    own_database: Database, app_client: AppFactory, fake_openai: FakeOpenAI
+) -> None:
+    keys = await make_tenant(own_database)
+    fake_openai.default_reply = TextReply("Noted.")
+    config = LoopConfig(model="m", commit_threshold_tokens=200, token_budget=4_000, fill=True)
+    async with (
+        app_client(own_database, worker_enabled=True, worker_poll_s=0.05) as http,
+        openai.AsyncOpenAI(base_url=fake_openai.base_url, api_key="x", max_retries=0) as model,
+    ):
+        workmem = Workmem(http, keys.writer)
+        agent_session_id = await workmem.create_session("agent-loop-fill")
+        loop = AgentLoop(workmem, model, agent_session_id, config)
+        for turn in range(12):
+            await loop.turn(user_text(turn))
+        await wait_until_done(http, keys, agent_session_id)
+        await loop.turn("And the last order?")
+        context = await workmem.context(agent_session_id, 4_000, fill=True)
+        unfilled = await workmem.context(agent_session_id, 4_000)
+    assert context["stats"]["messages_filled"] > 0
+    last = fake_openai.requests[-1].body["messages"]
+    assert last[1]["content"].startswith(SUMMARY_PREFIX)
+    assert "repeated raw for their exact wording" in last[0]["content"]
+    covered = context["working_memory"]["covered_end_seq"]
+    assert context["stats"]["filled_range"]["end_seq"] == covered
+    tokens = context["tokens"]
+    assert tokens["filled"] > 0
+    assert unfilled["tokens"]["total"] < tokens["total"] <= tokens["usable"]
+    assert tokens["total"] >= 0.8 * tokens["usable"], "most of the budget is used"

@@ -1,7 +1,8 @@
 """The pure assembly rules as tables: reserve, layer, tool groups, fitting, reduction, outgoing.
 
-No database. A property test throws random conversations and budgets at ``assemble`` and checks
-every list it produces with the same validator the local OpenAI-compatible server uses.
+No database. Property tests throw random conversations and budgets at ``assemble`` (and at
+``fill``) and check every list they produce with the same validator the local OpenAI-compatible
+server uses.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from hypothesis import strategies as st
 from app.archives.working_memory import WorkingMemory
 from app.context.assembly import CUT_NOTE, Hint, Window, assemble
 from app.context.budget import MAX_TOKEN_BUDGET, Budget, InvalidBudget, plan_budget, reply_reserve
+from app.context.fill import NOTHING_FILLED, choose_fill, fill_room, with_fill
 from app.context.hint import ArchiveRange, listed_archives, system_prompt_addition
 from app.context.outgoing import outgoing
 from app.context.summary import (
@@ -604,3 +606,60 @@ def test_every_assembled_list_is_accepted_and_within_budget(
     for first, last in result.omitted:
         accounted |= set(range(first, last + 1))
     assert accounted == set(range(floor + 1, last_seq + 1))
+
+
+def contiguous_newest(units_tokens: list[int], room: int) -> int:
+    """Tokens truncation fits in ``room``: the newest units, newest first, until one does not."""
+    total = 0
+    for tokens in reversed(units_tokens):
+        if total + tokens > room:
+            break
+        total += tokens
+    return total
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    older=conversations(),
+    newer=conversations(),
+    tokens=st.lists(st.integers(0, 300), min_size=60, max_size=60),
+    budget=st.integers(1, 4_000),
+)
+def test_a_filled_context_is_accepted_within_budget_and_at_least_truncation(
+    older: list[dict[str, Any]], newer: list[dict[str, Any]], tokens: list[int], budget: int
+) -> None:
+    # A commit never splits a tool group, so the summary's boundary falls between units.
+    floor = len(older)
+    covered_messages = [stored(i + 1, m, tokens[i % 60]) for i, m in enumerate(older)]
+    newest = [stored(floor + i + 1, m, tokens[(floor + i) % 60]) for i, m in enumerate(newer)]
+    window = Window(newest, floor, floor + len(newest))
+    planned = plan_budget(budget)
+    result = assemble(
+        planned,
+        window,
+        working_memory=summarised(full_sections()),
+        hint=same_hint("h i n t"),
+        counter=words,
+    )
+    room = fill_room(result, planned.usable)
+    filled = with_fill(result, choose_fill(covered_messages, room))
+
+    check_chat_request(
+        {"model": "m", "messages": [{"role": "system", "content": "s"}, *filled.messages]}
+    )
+    if not filled.over_budget:
+        assert filled.total <= planned.usable
+    if room == 0:
+        assert filled.filled == ()
+        assert choose_fill(covered_messages, 0) == NOTHING_FILLED
+        return
+    # Filled messages are the newest covered units: a run that ends at the boundary.
+    covered_units, _ = group_units(covered_messages, complete=True)
+    sent = {m.seq for m in filled.filled}
+    kept_units = [unit for unit in covered_units if unit.head.seq in sent]
+    assert kept_units == covered_units[len(covered_units) - len(kept_units) :]
+    # At least as much raw text as truncation fits in the room the summary leaves.
+    unsummarised, _ = group_units(newest, complete=True)
+    raw_room = planned.usable - filled.hint_tokens - filled.wm_tokens
+    every_unit = [unit.tokens for unit in covered_units + unsummarised]
+    assert filled.message_tokens + filled.filled_tokens >= contiguous_newest(every_unit, raw_room)

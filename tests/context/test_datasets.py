@@ -15,8 +15,9 @@ import pytest
 from openai.types.chat import ChatCompletionMessageParam
 
 from app.db import Database
+from app.replay.datasets import locomo, tau_airline_shift
+from app.replay.formats import Conversation
 from tests.conftest import TenantKeys, make_tenant
-from tests.context.conversations import DATASETS, Conversation, locomo, tau_airline_shift
 from tests.context.helpers import (
     SUMMARY_PREFIX,
     assert_well_formed,
@@ -25,6 +26,7 @@ from tests.context.helpers import (
     stored_messages,
 )
 from tests.sessions.test_api import create_session
+from tests.support.datasets import DATASETS, loaded
 from tests.support.fake_openai import FakeOpenAI
 
 BUDGETS = (1_000, 2_000, 4_000, 8_000, 16_000, 32_000, 64_000, 128_000, 200_000)
@@ -35,7 +37,7 @@ LOCOMO_NAMES = [
 
 
 def conversations() -> list[Conversation]:
-    return [*locomo(), tau_airline_shift(TAU_RUNS)]
+    return [*loaded(locomo), loaded(tau_airline_shift, None, TAU_RUNS)]
 
 
 @pytest.fixture(scope="module")
@@ -58,7 +60,8 @@ def as_sent(message: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in message.items() if not (message["role"] == "tool" and k == "name")}
 
 
-SWEPT = ("locomo-43", f"tau-airline-{TAU_RUNS}-runs")
+TAU_NAME = f"tau-airline-1-{TAU_RUNS}"
+SWEPT = ("locomo-43", TAU_NAME)
 
 
 @pytest.mark.parametrize("name", SWEPT)
@@ -132,7 +135,7 @@ async def test_the_openai_sdk_sends_the_context_as_is(
     assert all(request.status == 200 for request in fake_openai.requests)
 
 
-@pytest.mark.parametrize("name", [*LOCOMO_NAMES, f"tau-airline-{TAU_RUNS}-runs"])
+@pytest.mark.parametrize("name", [*LOCOMO_NAMES, TAU_NAME])
 async def test_the_context_is_at_most_a_fifth_of_the_history(
     client: httpx.AsyncClient, replayed: tuple[TenantKeys, dict[str, str]], name: str
 ) -> None:

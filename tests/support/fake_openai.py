@@ -19,7 +19,7 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
@@ -80,7 +80,15 @@ class DelayedReply:
     then: ToolCallReply | TextReply | ErrorReply | RawReply = TextReply("late")
 
 
-Reply = ToolCallReply | TextReply | ErrorReply | RawReply | DelayedReply
+@dataclass(frozen=True, slots=True)
+class DynamicReply:
+    """A reply computed from the request: ``respond(body)`` returns what to send (a scripted
+    model that reads its prompt, such as the adversary of the retention evaluation)."""
+
+    respond: Callable[[Mapping[str, Any]], ToolCallReply | TextReply | ErrorReply | RawReply]
+
+
+Reply = ToolCallReply | TextReply | ErrorReply | RawReply | DelayedReply | DynamicReply
 
 
 @dataclass(frozen=True, slots=True)
@@ -517,6 +525,8 @@ def _completion(
 
 
 def _render(reply: Reply, body: Mapping[str, Any], number: int) -> _Response:
+    if isinstance(reply, DynamicReply):
+        return _render(reply.respond(body), body, number)
     if isinstance(reply, DelayedReply):
         inner = _render(reply.then, body, number)
         return _Response(inner.status, inner.body, inner.content_type, inner.headers, reply.seconds)

@@ -215,8 +215,8 @@ def test_relative_dates_get_the_session_date_and_speakers_their_names() -> None:
     ]
     items = ops(messages)["Key Facts & Decisions"]["items"]
     assert items == [
-        "Caroline: I went to a LGBTQ support group yesterday. (said on 8 May 2023)",
-        "Melanie: Melanie painted a sunrise with Caroline last Friday in Boston. "
+        "Caroline: I went to a LGBTQ support group yesterday (7 May 2023). (said on 8 May 2023)",
+        "Melanie: Melanie painted a sunrise with Caroline last Friday (5 May 2023) in Boston. "
         "(said on 8 May 2023)",
     ]
 
@@ -371,7 +371,7 @@ def test_errors_come_from_outputs_user_reports_and_corrections() -> None:
         "run: E999 IndentationError: unexpected indent",
         "run: FAILED tests/test_x.py::test_a",
         "run: Error: payment does not add up",
-        "Correction from User: No, that is not what I asked. Keep the rounding.",
+        'Correction from User: "Keep the rounding." replaces Assistant\'s "I changed the rounding."',
     ]
 
 
@@ -381,8 +381,12 @@ def test_errors_are_capped_per_batch() -> None:
     assert len(items) == ExtractorConfig().errors_per_batch
 
 
-def test_a_correction_needs_an_assistant_statement_before_it() -> None:
+def test_a_bare_correction_needs_the_statement_it_corrects() -> None:
     assert ops([user("No, wrong.")])["Errors & Corrections"] == {"op": "KEEP"}
+    assert ops([user("That's wrong: the port is 8080.")])["Errors & Corrections"] == {
+        "op": "APPEND",
+        "items": ['Correction from User: "the port is 8080"'],
+    }
 
 
 def test_open_issues_take_todos_and_unanswered_questions() -> None:
@@ -410,7 +414,10 @@ def test_answered_questions_and_done_todos_are_resolved_then_dropped() -> None:
             "- Something a model wrote",
         ]
     )
-    messages = [user("Use 2024-06-01."), user("I updated the changelog for the release, done.")]
+    messages = [
+        user("The release date should be 2024-06-01."),
+        user("I updated the changelog for the release, done."),
+    ]
     op = ops(messages, {Section.OPEN_ISSUES: prior})["Open Issues"]
     assert op == {
         "op": "UPDATE",
@@ -473,3 +480,18 @@ def test_results_belong_to_the_latest_call_with_their_id() -> None:
     ]
     items = ops(messages)["Key Facts & Decisions"]["items"]
     assert items == ["`search_direct`(q a) → 2 results", "`search_onestop`(q b) → 4 results"]
+
+
+def test_tool_calls_are_taken_in_order_up_to_the_batch_limit() -> None:
+    limit = ExtractorConfig().key_facts_per_batch
+    messages = [call(f"c{n}", "lookup", {"record_id": f"r_{n}"}) for n in range(limit + 3)]
+    prior = {Section.KEY_FACTS: "- `lookup`(record_id `r_0`)"}
+    items = ops(messages, prior)["Key Facts & Decisions"]["items"]
+    assert items == [f"`lookup`(record_id `r_{n}`)" for n in range(1, limit + 1)]
+
+
+def test_plain_statements_already_known_are_not_repeated() -> None:
+    known = "i am going to send you to a specialist who can run some tests."
+    messages = [assistant(known), assistant("then we will talk about the results of them all.")]
+    items = ops(messages, {Section.KEY_FACTS: f"- {known}"})["Key Facts & Decisions"]["items"]
+    assert items == ["then we will talk about the results of them all."]

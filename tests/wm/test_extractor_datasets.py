@@ -16,6 +16,8 @@ from typing import Any
 
 import pytest
 
+from app.replay import datasets
+from app.replay.formats import Conversation
 from app.wm.extractor import extract_ops
 from app.wm.merge import MergeResult, merge
 from app.wm.messages import read_messages
@@ -26,8 +28,7 @@ from app.wm.schema import UPDATE_VALIDATOR
 from app.wm.sections import SECTIONS, Section, empty_sections
 from app.wm.thresholds import DEFAULT_CONFIG, oversized_sections
 from app.wm.tokens import count_tokens
-from tests.wm import datasets
-from tests.wm.datasets import Conversation
+from tests.support.datasets import loaded
 
 _ERROR_NAME = re.compile(r"\b([A-Z]\w*(?:Error|Exception))\b:")
 _CODE_LISTING = re.compile(r"^\s*\d+:")
@@ -59,22 +60,22 @@ def overruled(result: MergeResult) -> list[dict[str, object]]:
 
 @cache
 def swe() -> list[Conversation]:
-    return datasets.swe_agent()
+    return loaded(datasets.swe_agent)
 
 
 @cache
 def tau() -> list[Conversation]:
-    return datasets.tau_airline()
+    return loaded(datasets.tau_airline)
 
 
 @cache
 def locomo() -> list[Conversation]:
-    return datasets.locomo()
+    return loaded(datasets.locomo)
 
 
 @cache
 def dialogsum() -> list[Conversation]:
-    return datasets.dialogsum(limit=60)
+    return loaded(datasets.dialogsum, limit=60)
 
 
 def mentioned_paths(messages: list[dict[str, Any]]) -> set[str]:

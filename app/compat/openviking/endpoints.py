@@ -41,6 +41,7 @@ from app.compat.openviking.schemas import (
     user_ref,
 )
 from app.context.budget import DEFAULT_TOKEN_BUDGET, MAX_TOKEN_BUDGET, plan_budget
+from app.context.fill import DEFAULT_FILL
 from app.context.service import ContextService
 from app.deps import DatabaseDep, SettingsDep, WorkerDep
 from app.errors import Forbidden, NotFound
@@ -270,13 +271,17 @@ async def get_session_context(
             description="the most tokens the overview and the messages may take together",
         ),
     ] = DEFAULT_TOKEN_BUDGET,
+    fill: Annotated[
+        bool,
+        Query(description="fill the room left with the newest messages the overview covers"),
+    ] = DEFAULT_FILL,
 ) -> Envelope[ContextOut]:
     """The working memory and the newest messages after it, within ``token_budget``. The client
     chose the budget for what it sends, so no reply reserve is taken out of it."""
     async with database.tenant(principal.tenant_id) as db:
         agent_session_id = await _agent_session_id(AgentSessionService(db, principal), session_id)
         context = await ContextService(db, principal).assemble(
-            agent_session_id, plan_budget(token_budget, 0)
+            agent_session_id, plan_budget(token_budget, 0), fill=fill
         )
     return Envelope(result=context_out(context))
 

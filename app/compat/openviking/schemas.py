@@ -214,7 +214,10 @@ def context_out(context: AssembledContext) -> ContextOut:
     if summary is not None and summary.text is not None:
         overview = summary.text.removeprefix(f"{SUMMARY_HEADER}\n\n")
     by_seq = {message.seq: message for message in context.window.candidates}
-    included: list[StoredMessage] = [by_seq[seq] for seq in assembly.included_seqs]
+    included: list[StoredMessage] = [
+        *assembly.filled,
+        *(by_seq[seq] for seq in assembly.included_seqs),
+    ]
     covered = working_memory.archive_seq if working_memory is not None else 0
     failed = sum(
         1
@@ -231,13 +234,13 @@ def context_out(context: AssembledContext) -> ContextOut:
         else WorkingMemoryText(markdown=working_memory.markdown),
         pre_archive_abstracts=[],
         messages=to_parts(included),
-        estimatedTokens=assembly.wm_tokens + assembly.message_tokens,
+        estimatedTokens=assembly.wm_tokens + assembly.message_tokens + assembly.filled_tokens,
         stats=ContextStats(
             totalArchives=total,
             includedArchives=in_answer,
             droppedArchives=max(0, total - failed - in_answer),
             failedArchives=failed,
-            activeTokens=assembly.message_tokens,
+            activeTokens=assembly.message_tokens + assembly.filled_tokens,
             archiveTokens=assembly.wm_tokens,
         ),
     )

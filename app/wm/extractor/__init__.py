@@ -17,7 +17,7 @@ from app.wm.extractor.issues import issues_op
 from app.wm.extractor.key_facts import DIGEST_PREFIX, key_facts_op
 from app.wm.extractor.reading import Reading, clip, sentences
 from app.wm.extractor.task import task_op
-from app.wm.extractor.title_state import state_op, title_op
+from app.wm.extractor.title_state import carried_day, state_op, title_op
 from app.wm.messages import read_messages
 from app.wm.sections import SECTIONS, Section
 from app.wm.tokens import TokenCounter, count_tokens
@@ -42,7 +42,7 @@ def extract_ops(
     """``update_working_memory`` arguments for these messages, valid under the tool schema."""
     bodies = {section: (prior or {}).get(section, "").strip() for section in SECTIONS}
     views = [view for view in read_messages(messages) if view.text.strip() or view.tool_calls]
-    reading = Reading(views)
+    reading = Reading(views, day=carried_day(bodies[Section.CURRENT_STATE]))
     sections = {
         Section.SESSION_TITLE: title_op(reading, bodies[Section.SESSION_TITLE], config),
         Section.CURRENT_STATE: state_op(reading, config),

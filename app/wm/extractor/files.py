@@ -16,9 +16,15 @@ from app.wm.extractor.config import ExtractorConfig
 from app.wm.extractor.reading import Reading, label
 from app.wm.extractor.tool_calls import flatten
 from app.wm.items import fresh_items, split_items
-from app.wm.paths import find_paths
+from app.wm.paths import EXTENSIONS, find_paths
 
 _FILE_LINE = re.compile(r"\bfile\b", re.IGNORECASE)
+# Every path ``find_paths`` can return holds a separator or ends in a listed extension, so a
+# text without either is skipped without the (much slower) path scan.
+_MAYBE_PATH = re.compile(
+    r"[/\\]|\.(?:" + "|".join(sorted(EXTENSIONS, key=len, reverse=True)) + r")(?![\w-])",
+    re.IGNORECASE,
+)
 _FOCUSED_OUTPUT_PATHS: Final = 3
 
 
@@ -39,20 +45,26 @@ def files_op(reading: Reading, prior: str, config: ExtractorConfig) -> dict[str,
     return update_op(_pack_files(old, fresh, config))
 
 
+def _paths(text: str) -> list[str]:
+    return find_paths(text) if _MAYBE_PATH.search(text) else []
+
+
 def _path_mentions(reading: Reading) -> Iterable[tuple[str, str]]:
     for view in reading.views:
         if view.role in ("user", "assistant"):
-            for path in find_paths(view.text):
+            for path in _paths(view.text):
                 yield path, f"mentioned by {label(view)}"
         for call in view.tool_calls:
+            if not _MAYBE_PATH.search(call.arguments):
+                continue
             try:
                 decoded = flatten(json.loads(call.arguments))
             except (ValueError, RecursionError):
                 decoded = call.arguments
-            for path in find_paths(decoded):
+            for path in _paths(decoded):
                 yield path, f"used by {call.name}"
         if view.role == "tool":
-            paths = find_paths(view.text)
+            paths = _paths(view.text)
             if len(paths) > _FOCUSED_OUTPUT_PATHS:
                 # A listing (ls, pip, a search over many files) is noise: only lines that name
                 # a file on purpose (an opened file, a traceback frame) count.
@@ -60,7 +72,7 @@ def _path_mentions(reading: Reading) -> Iterable[tuple[str, str]]:
                     path
                     for line in view.text.splitlines()
                     if _FILE_LINE.search(line)
-                    for path in find_paths(line)
+                    for path in _paths(line)
                 ]
             for path in paths:
                 yield path, f"seen in {view.tool_name} output"

@@ -1,8 +1,11 @@
-"""Open Issues: TODOs and unanswered questions, and marking an issue resolved once it is answered.
+"""Open Issues: TODOs and open questions, and marking an issue resolved once it is answered.
 
-Owns when a question counts as answered (someone else spoke) and a TODO as done (a completion
-word with its subject), and drops issues closed in an earlier round. Never drops an open issue:
-it is marked ``[resolved]`` first (guard F).
+Owns the section's op: new TODOs (``todos``) and the questions of the batch that nothing in it
+answers (``questions``); a question already listed is answered by this batch when a message from
+someone else shares its words, or when the batch opens with a plain reply to the questions the
+section ended with; a TODO is done when a message says so (a completion word with its
+subject). Issues closed in an earlier round are dropped. Never drops an open issue: it is
+marked ``[resolved]`` first (guard F).
 """
 
 from __future__ import annotations
@@ -13,24 +16,26 @@ from typing import Final
 from app.wm.anchors import title_words
 from app.wm.extractor.arguments import append_op, keep_op, update_op
 from app.wm.extractor.config import ExtractorConfig
-from app.wm.extractor.reading import Reading, clip, label, sentences
+from app.wm.extractor.questions import is_plain_reply, open_questions, shares_words
+from app.wm.extractor.reading import Reading, clip, label
+from app.wm.extractor.todos import todos_of
 from app.wm.items import Marker, fresh_items, is_heading, markers_of, strip_bullet
 
 TODO_PREFIX: Final = "TODO:"
 QUESTION_PREFIX: Final = "Question from "
 
-_TODO = re.compile(r"\b(?:TODO|FIXME)\b")
 _COMPLETION = re.compile(
-    r"\b(?:done|fixed|resolved|completed|implemented|finished|submitted)\b", re.IGNORECASE
+    r"\b(?:done|fixed|resolved|completed|implemented|finished|submitted|updated)\b", re.IGNORECASE
 )
+_QUESTION_CHARS: Final = 200
 
 
 def issues_op(reading: Reading, prior: str, config: ExtractorConfig) -> dict[str, object]:
     new = _new_issues(reading, config)
-    spoke = {label(view) for view in reading.talk}
+    answered = _answered_by_reply(reading, prior)
     changed = False
     lines: list[str] = []
-    for line in prior.splitlines():
+    for number, line in enumerate(prior.splitlines()):
         if not line.strip() or is_heading(line):
             lines.append(line)
             continue
@@ -40,12 +45,12 @@ def issues_op(reading: Reading, prior: str, config: ExtractorConfig) -> dict[str
             # Closed in an earlier round: dropping it now is allowed and keeps the section small.
             changed = True
             continue
-        if not carried and _is_answered(item, spoke, reading):
+        if not carried and (number in answered or _is_answered(item, reading)):
             lines.append(f"- {Marker.RESOLVED.value} {item}")
             changed = True
             continue
         lines.append(line)
-    fresh = fresh_items("\n".join(lines), new)[: config.issues_per_batch]
+    fresh = fresh_items("\n".join(lines), new)
     if changed:
         content = "\n".join(lines + [f"- {item}" for item in fresh]).strip()
         return update_op(content)
@@ -53,23 +58,50 @@ def issues_op(reading: Reading, prior: str, config: ExtractorConfig) -> dict[str
 
 
 def _new_issues(reading: Reading, config: ExtractorConfig) -> list[str]:
-    issues: list[str] = []
-    for view in reading.talk:
-        for line in view.text.splitlines():
-            if _TODO.search(line):
-                issues.append(f"{TODO_PREFIX} {clip(_TODO.sub('', line).strip(' :-'), 200)}")
-    if reading.talk:
-        last = reading.talk[-1]
-        for sentence in sentences(last.text):
-            if sentence.endswith(("?", "？")) and len(sentence.split()) >= 3:
-                issues.append(f"{QUESTION_PREFIX}{label(last)}: {clip(sentence, 200)}")
-    return issues
+    todos = [f"{TODO_PREFIX} {todo}" for view in reading.talk for todo in todos_of(view.text)][
+        : config.issues_per_batch
+    ]
+    asked = open_questions(reading.talk)[-config.issues_per_batch :]
+    questions = [
+        f"{QUESTION_PREFIX}{question.asker}: {clip(question.text, _QUESTION_CHARS)}"
+        for question in asked
+    ]
+    return todos + questions
 
 
-def _is_answered(item: str, spoke: set[str], reading: Reading) -> bool:
-    if item.startswith(QUESTION_PREFIX):
-        asker = item[len(QUESTION_PREFIX) :].split(":", 1)[0]
-        return bool(spoke - {asker})
+def _asker(item: str) -> str | None:
+    if not item.startswith(QUESTION_PREFIX):
+        return None
+    return item[len(QUESTION_PREFIX) :].split(":", 1)[0]
+
+
+def _answered_by_reply(reading: Reading, prior: str) -> set[int]:
+    """Lines of ``prior`` answered because the batch opens with a plain reply to them: the
+    questions the section ends with, asked by someone other than the one replying."""
+    if not reading.talk or not is_plain_reply(reading.talk[0]):
+        return set()
+    replier = label(reading.talk[0])
+    answered: set[int] = set()
+    lines = prior.splitlines()
+    for number in range(len(lines) - 1, -1, -1):
+        line = lines[number]
+        if not line.strip() or is_heading(line):
+            continue
+        item = strip_bullet(line)
+        asker = _asker(item)
+        if asker is None or asker == replier or markers_of(item):
+            break
+        answered.add(number)
+    return answered
+
+
+def _is_answered(item: str, reading: Reading) -> bool:
+    asker = _asker(item)
+    if asker is not None:
+        question = item[len(QUESTION_PREFIX) + len(asker) + 1 :]
+        return any(
+            label(view) != asker and shares_words(question, view.text) for view in reading.talk
+        )
     if item.startswith(TODO_PREFIX):
         words = title_words(item[len(TODO_PREFIX) :])
         return any(

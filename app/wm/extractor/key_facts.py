@@ -8,27 +8,28 @@ Never writes the guard's sentinel: an over-full section is consolidated instead.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from functools import lru_cache, partial
 from typing import Final
 
-from app.wm.anchors import anchor_spans, anchors
+from app.wm.anchors import PROPER_NOUN_STOP_WORDS, anchor_spans, anchors
 from app.wm.extractor.arguments import append_op, keep_op, update_op
 from app.wm.extractor.config import ExtractorConfig
+from app.wm.extractor.dates import format_day, has_relative_time, resolve_relative
 from app.wm.extractor.reading import Reading, clip, is_greeting, label, sentences
 from app.wm.extractor.tool_calls import SKIPPED_TOOLS, call_summary, result_summary
 from app.wm.guards import SENTINEL, without_sentinel
-from app.wm.items import fresh_items, split_items
+from app.wm.items import normalise, split_items
+from app.wm.messages import MessageView, ToolCallView
 from app.wm.tokens import TokenCounter
 
 DIGEST_PREFIX: Final = "Earlier facts:"
 
-_RELATIVE_TIME = re.compile(
-    r"\b(?:yesterday|today|tonight|tomorrow|this (?:morning|week|weekend|month|year)|"
-    r"(?:last|this|next) (?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)|"
-    r"last (?:night|week|weekend|month|year)|next (?:week|weekend|month|year)|recently|"
-    r"\d+ (?:days?|weeks?|months?|years?) ago|ago)\b",
-    re.IGNORECASE,
+_DIGIT: Final = re.compile(r"\d")
+_FACT_TOKEN: Final = re.compile(
+    r"`[^`\n]+`|\$\d[\d,]*(?:\.\d+)?|(?<![\w.])[^\W_]*\d[\w.:-]*|[^\W\d_a-z][^\W_]{2,}"
+    r"|(?i:\b(?:because|decided|chose|committed|agreed|resolved)\b)"
 )
-_TOOL_FACT_SCORE: Final = 100
 _FACT_MIN_WORDS: Final = 4
 _STATEMENT_MIN_WORDS: Final = 7
 
@@ -36,22 +37,43 @@ _STATEMENT_MIN_WORDS: Final = 7
 def key_facts_op(
     reading: Reading, prior: str, counter: TokenCounter, config: ExtractorConfig
 ) -> dict[str, object]:
-    candidates = _fact_candidates(reading, config)
-    fresh = set(fresh_items(prior, [fact for _, _, fact in candidates]))
-    ranked = sorted(
-        (entry for entry in candidates if entry[2] in fresh and entry[0] > 0),
-        key=lambda entry: (-entry[0], entry[1]),
-    )
-    chosen = ranked[: config.key_facts_per_batch]
+    calls, statements = _fact_candidates(reading, config)
+    known = {normalise(item) for item in split_items(prior)}
+
+    def fresh(text: str) -> bool:
+        key = normalise(text)
+        if not key or key in known:
+            return False
+        known.add(key)
+        return True
+
+    chosen: list[tuple[int, str]] = []
+    # Tool calls outrank every statement, in order; their text is made only for those taken
+    # (an archive of thousands of calls would otherwise summarise every one of them).
+    for order, make in calls:
+        if len(chosen) >= config.key_facts_per_batch:
+            break
+        text = make()
+        if fresh(text):
+            chosen.append((order, text))
+    for score, order, text in sorted(statements, key=lambda e: (-e[0], e[1])):
+        if len(chosen) >= config.key_facts_per_batch or score == 0:
+            break
+        if fresh(text):
+            chosen.append((order, text))
     if len(chosen) < config.key_facts_minimum:
         # A short exchange without names, dates or numbers still has a point: keep its most
         # substantial statements rather than nothing.
         plain = sorted(
-            (e for e in candidates if e[2] in fresh and e[0] == 0 and _is_statement(e[2])),
+            (e for e in statements if e[0] == 0 and _is_statement(e[2])),
             key=lambda entry: (-len(entry[2]), entry[1]),
         )
-        chosen += plain[: config.key_facts_minimum - len(chosen)]
-    facts = list(dict.fromkeys(fact for _, _, fact in sorted(chosen, key=lambda e: e[1])))
+        for _, order, text in plain:
+            if len(chosen) >= config.key_facts_minimum:
+                break
+            if fresh(text):
+                chosen.append((order, text))
+    facts = [text for _, text in sorted(chosen)]
     old = split_items(without_sentinel(prior))
     over = SENTINEL in prior or len(old) + len(facts) > config.key_facts_limit_items
     if not over:
@@ -62,45 +84,66 @@ def key_facts_op(
     return update_op(_consolidate_facts(old, facts, counter, config))
 
 
-def _fact_candidates(reading: Reading, config: ExtractorConfig) -> list[tuple[int, int, str]]:
-    """Every possible fact as ``(score, order, text)``; tool calls outrank statements."""
-    found: list[tuple[int, int, str]] = []
+Candidates = tuple[list[tuple[int, Callable[[], str]]], list[tuple[int, int, str]]]
+
+
+def _fact_candidates(reading: Reading, config: ExtractorConfig) -> Candidates:
+    """Every possible fact, in conversation order: tool calls as ``(order, make text)``, and
+    statements as ``(score, order, text)``, scored 0 below the threshold of 2."""
+    calls: list[tuple[int, Callable[[], str]]] = []
+    statements: list[tuple[int, int, str]] = []
     order = 0
     for index, view in enumerate(reading.views):
         for number, call in enumerate(view.tool_calls):
             if call.name in SKIPPED_TOOLS:
                 continue
-            fact = call_summary(call.name, call.arguments, config.tool_fact_chars)
             result = reading.results.get((index, number))
-            if result is not None and result.text.strip():
-                fact += f" → {result_summary(result.text, 100)}"
-            found.append((_TOOL_FACT_SCORE, order, fact))
+            calls.append((order, partial(_call_fact, call, result, config)))
             order += 1
         if view.role not in ("user", "assistant"):
             continue
-        date = reading.date_before(index)
+        day = reading.day_of(index)
         for sentence in sentences(view.text):
             if len(sentence.split()) < _FACT_MIN_WORDS or is_greeting(sentence):
                 continue
-            score = _fact_score(sentence, reading.speaker_words)
+            relative = day is not None and has_relative_time(sentence)
+            score = int(relative) + fact_score(sentence, reading.speaker_words)
             fact = sentence
-            if date and _RELATIVE_TIME.search(sentence):
-                fact = f"{fact} (said on {date})"
-                score += 1
+            if day is not None and relative:
+                # Who did what when: the time made absolute, and the day it was said.
+                fact = f"{resolve_relative(sentence, day)} (said on {format_day(day)})"
             if view.speaker != "assistant":
                 fact = f"{label(view)}: {fact}"
-            found.append((score if score >= 2 else 0, order, clip(fact, config.item_chars)))
+            statements.append((score if score >= 2 else 0, order, clip(fact, config.item_chars)))
             order += 1
-    return found
+    return calls, statements
+
+
+def _call_fact(call: ToolCallView, result: MessageView | None, config: ExtractorConfig) -> str:
+    fact = call_summary(call.name, call.arguments, config.tool_fact_chars)
+    if result is not None and result.text.strip():
+        fact += f" → {result_summary(result.text, 100)}"
+    return fact
 
 
 def _is_statement(fact: str) -> bool:
     return not fact.endswith(("?", "？")) and len(fact.split()) >= _STATEMENT_MIN_WORDS
 
 
-def _fact_score(sentence: str, speaker_words: frozenset[str]) -> int:
-    keys = {span.key for span in anchor_spans(sentence) if span.key not in speaker_words}
-    return len(keys) + (1 if any(char.isdigit() for char in sentence) else 0)
+def fact_score(sentence: str, speaker_words: frozenset[str]) -> int:
+    """How specific a sentence is: its distinct anchor-like tokens (names, numbers, amounts,
+    backticked identifiers, decision words; never a speaker's name or a sentence opener), and
+    one more if it holds a number. One pattern over the sentence: this runs for every sentence
+    of every archive, where the full anchor scan of guard B would dominate a commit."""
+    keys: set[str] = set()
+    for token in _FACT_TOKEN.findall(sentence):
+        key = token.strip("`").lower()
+        opener = token[0].isupper() and not _DIGIT.search(token)
+        if opener and (not token[1:3].isalpha() or key in PROPER_NOUN_STOP_WORDS):
+            continue
+        if key not in speaker_words:
+            keys.add(key)
+    return len(keys) + (1 if _DIGIT.search(sentence) else 0)
 
 
 _PACK_SEPARATOR: Final = " | "
@@ -139,30 +182,39 @@ def _consolidate_facts(
     target = max(1, config.key_facts_limit_items - len(fresh) - digest_lines)
     packed = _pack(plain, target)
 
-    def render() -> str:
+    line_tokens = lru_cache(maxsize=None)(counter)
+
+    def render() -> list[str]:
         entries = list(digest.values())
         size = config.digest_anchors_per_line
         lines = [
             f"{DIGEST_PREFIX} " + "; ".join(surface for surface, _ in entries[start : start + size])
             for start in range(0, len(entries), size)
         ]
-        return "\n".join(f"- {line}" for line in [*lines, *packed, *fresh])
+        return [f"- {line}" for line in [*lines, *packed, *fresh]]
+
+    def over(lines: list[str]) -> bool:
+        # Line by line, each line counted once however often the loops render it, plus one
+        # token per line break: never below the count of the whole text, so never over it.
+        return sum(map(line_tokens, lines)) + len(lines) - 1 > config.key_facts_limit_tokens
 
     content = render()
-    while packed and counter(content) > config.key_facts_limit_tokens:
+    while packed and over(content):
         _fold(digest, packed.pop(0))
         content = render()
     old_anchors = anchors("\n".join(old))
     kept = anchors("\n".join([*packed, *fresh]))
-    while digest and counter(content) > config.key_facts_limit_tokens:
-        victims = sorted(digest, key=lambda key: _DIGEST_PRIORITY[digest[key][1]])
-        victim = victims[0]
+    # Least specific anchors first; ties keep the digest's order (sorted is stable).
+    victims = sorted(digest, key=lambda key: _DIGEST_PRIORITY[digest[key][1]])
+    for victim in victims:
+        if not over(content):
+            break
         remaining = (set(digest) - {victim}) | kept
         if old_anchors and len(old_anchors & remaining) * 4 < 3 * len(old_anchors):
             break
         del digest[victim]
         content = render()
-    return content
+    return "\n".join(content)
 
 
 def _fold(digest: dict[str, tuple[str, str]], text: str) -> None:

@@ -8,7 +8,10 @@ op for any section.
 from __future__ import annotations
 
 import re
+from datetime import date
+from functools import lru_cache
 
+from app.wm.extractor.dates import format_day, session_day
 from app.wm.messages import MessageView
 
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+")
@@ -17,16 +20,14 @@ _GREETING = re.compile(
     re.IGNORECASE,
 )
 LEADING_MARKUP = re.compile(r"^(?:[-*+]\s+|\d{1,3}[.)]\s+|#+\s+|>\s*)+")
-_SESSION_DATE = re.compile(
-    r"\b(\d{1,2}\s+(?:January|February|March|April|May|June|July|August|September|October|"
-    r"November|December),?\s+\d{4})\b|\b(\d{4}-\d{2}-\d{2})\b"
-)
 
 
 class Reading:
     """What every section rule needs to know about the batch, computed once."""
 
-    def __init__(self, views: list[MessageView]) -> None:
+    def __init__(self, views: list[MessageView], *, day: date | None = None) -> None:
+        """``day`` is the day in force before the first message (the prior working memory's
+        latest session date), when the batch starts in the middle of a session."""
         self.views = views
         self.talk = [v for v in views if v.role in ("user", "assistant") and v.text.strip()]
         # Results are matched to the latest open call with their id, not by id alone: some
@@ -43,24 +44,21 @@ class Reading:
         self.speakers = list(dict.fromkeys(named))
         self.speaker_words = frozenset(name.lower() for name in self.speakers)
         self.chat = len(self.speakers) >= 2 and not self.has_tools
-        # The date in force at each message: the latest one a system message gave (a session
+        # The day in force at each message: the latest one a system message gave (a session
         # header, "the current time is ..."), never a date someone merely talked about.
-        self.dates: list[str] = []
-        latest = ""
+        self.days: list[date | None] = []
+        latest = day
         for view in views:
             if view.role == "system":
-                latest = _session_date(view.text) or latest
-            self.dates.append(latest)
+                latest = session_day(view.text) or latest
+            self.days.append(latest)
+
+    def day_of(self, index: int) -> date | None:
+        return self.days[index]
 
     def date_before(self, index: int) -> str:
-        return self.dates[index]
-
-
-def _session_date(text: str) -> str:
-    match = _SESSION_DATE.search(text)
-    if match is None:
-        return ""
-    return " ".join((match.group(1) or match.group(2)).replace(",", "").split())
+        day = self.days[index]
+        return "" if day is None else format_day(day)
 
 
 def clip(text: str, limit: int) -> str:
@@ -77,6 +75,12 @@ def clip(text: str, limit: int) -> str:
 
 def sentences(text: str) -> list[str]:
     """Sentences and lines of a text, without list markers and bold markup."""
+    return list(_sentences(text))
+
+
+@lru_cache(maxsize=4096)
+def _sentences(text: str) -> tuple[str, ...]:
+    # Every section rule reads the same messages' sentences: split each text once per batch.
     found: list[str] = []
     for line in text.splitlines():
         # List markers go before splitting, or "1. Second." would split after "1.".
@@ -85,7 +89,7 @@ def sentences(text: str) -> list[str]:
             sentence = " ".join(part.split())
             if sentence:
                 found.append(sentence)
-    return found
+    return tuple(found)
 
 
 def is_greeting(sentence: str) -> bool:

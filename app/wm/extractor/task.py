@@ -1,8 +1,10 @@
 """Task & Goals: the goal, the user's constraints and requests, kept within the section's limit.
 
-Owns which user sentences are constraints or requests and how the section is consolidated when
-full (goals and every constraint stay, older requests make room). Never drops a constraint:
-guard C would restore it anyway.
+Owns which user sentences are requests (``constraints`` says which are constraints), that the
+section never says the same thing twice (a request that repeats the goal, a constraint already
+there: normalised equality, the ``Goal:`` prefix aside), and how the section is consolidated
+when full (goals and every constraint stay, older requests make room). Never drops a
+constraint: guard C would restore it anyway.
 """
 
 from __future__ import annotations
@@ -12,21 +14,13 @@ from typing import Final
 
 from app.wm.extractor.arguments import append_op, keep_op, update_op
 from app.wm.extractor.config import ExtractorConfig
+from app.wm.extractor.constraints import is_constraint_sentence
 from app.wm.extractor.reading import Reading, clip, sentences
 from app.wm.extractor.title_state import title_of
 from app.wm.guards import is_constraint
-from app.wm.items import fresh_items, split_items
+from app.wm.items import normalise, split_items
 
 GOAL_PREFIX: Final = "Goal:"
-
-_DIRECTIVE = re.compile(
-    r"^(?:\d+[.)]\s*)?(?:(?:no|ok|okay|yes|also|and|but|so|well|remember|note)[,!.:]?\s+)?"
-    r"(?:please|make sure|ensure|don['’]?t|do not|never|always|only|avoid|use|keep|stop|just)\b"
-    r"|\b(?:I|we)\s+(?:(?:do not|don['’]t|never|only)\s+(?:want|need|like|use)|prefer|"
-    r"would prefer|['’]d prefer|would rather|['’]d rather|must not|must never|must always)\b"
-    r"|\byou\s+(?:must|should|need to|have to|can only|cannot|can['’]t|may not|are not allowed)\b",
-    re.IGNORECASE,
-)
 _REQUEST = re.compile(
     r"^(?:\d+[.)]\s*)?(?:please|can you|could you|would you|i want|i need|i['’]d like|"
     r"i would like|i['’]m looking to|i am looking to|help me|we need)\b",
@@ -51,20 +45,41 @@ def task_op(reading: Reading, prior: str, config: ExtractorConfig) -> dict[str, 
             if len(sentence.split()) < 3:
                 continue
             item = clip(sentence, config.item_chars)
-            if is_constraint(sentence) and _DIRECTIVE.search(sentence):
+            if is_constraint_sentence(sentence, chat=reading.chat):
                 constraints.append(item)
             elif not reading.chat and _is_request(sentence):
                 requests.append(item)
-    limit = config.task_items_per_batch
-    candidates += fresh_items(prior, constraints)[:limit]
-    candidates += fresh_items(prior, requests)[: max(0, limit - len(constraints))]
-    fresh = fresh_items(prior, candidates)
+    known = {_task_key(item) for item in split_items(prior)}
+    fresh_constraints = _fresh(constraints, known)
+    candidates += fresh_constraints[: config.task_items_per_batch]
+    room = max(0, config.task_items_per_batch - len(fresh_constraints))
+    candidates += _fresh(requests, known)[:room]
+    fresh = _fresh(candidates, known)
     if not fresh:
         return keep_op()
     old = split_items(prior)
     if len(old) + len(fresh) <= config.task_limit_items:
         return append_op(fresh)
     return update_op(_consolidate_tasks(old, fresh, config))
+
+
+def _task_key(item: str) -> str:
+    """Normalised equality, with a goal and the same sentence as a request counting as one."""
+    key = normalise(item)
+    prefix = normalise(GOAL_PREFIX)
+    return key[len(prefix) :].strip() if key.startswith(prefix) else key
+
+
+def _fresh(items: list[str], known: set[str]) -> list[str]:
+    """Items whose key is neither known nor repeated among themselves, in order."""
+    fresh: list[str] = []
+    seen = set(known)
+    for item in items:
+        key = _task_key(item)
+        if key and key not in seen:
+            seen.add(key)
+            fresh.append(item)
+    return fresh
 
 
 def _is_request(sentence: str) -> bool:

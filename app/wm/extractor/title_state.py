@@ -8,13 +8,18 @@ protects it, so the extractor does not even ask.
 from __future__ import annotations
 
 import re
+from datetime import date
+from typing import Final
 
 from app.wm.extractor.arguments import keep_op, update_op
 from app.wm.extractor.config import ExtractorConfig
+from app.wm.extractor.dates import session_day
 from app.wm.extractor.reading import Reading, clip, is_greeting, label, sentences
 from app.wm.extractor.tool_calls import SKIPPED_TOOLS, call_summary, result_summary
 
 _ISSUE = re.compile(r"ISSUE:\s*\n\s*(\S[^\n]*)")
+DAY_PREFIX: Final = "Latest session date:"
+"""Current State's first line in a dated conversation; the next batch reads its day from it."""
 
 
 def title_op(reading: Reading, prior: str, config: ExtractorConfig) -> dict[str, object]:
@@ -44,9 +49,9 @@ def title_of(reading: Reading, config: ExtractorConfig) -> str:
 
 def state_op(reading: Reading, config: ExtractorConfig) -> dict[str, object]:
     lines: list[str] = []
-    date = reading.date_before(len(reading.views) - 1) if reading.views else ""
-    if date:
-        lines.append(f"Latest session date: {date}.")
+    day = reading.date_before(len(reading.views) - 1) if reading.views else ""
+    if day:
+        lines.append(f"{DAY_PREFIX} {day}.")
     last_user = next((v for v in reversed(reading.talk) if v.role == "user"), None)
     last_reply = next((v for v in reversed(reading.talk) if v.role == "assistant"), None)
     if last_user is not None:
@@ -74,3 +79,11 @@ def state_op(reading: Reading, config: ExtractorConfig) -> dict[str, object]:
     if not lines:
         return keep_op()
     return update_op("\n".join(lines))
+
+
+def carried_day(prior_state: str) -> date | None:
+    """The session day a prior Current State recorded, for a batch that starts mid-session."""
+    for line in prior_state.splitlines():
+        if line.startswith(DAY_PREFIX):
+            return session_day(line)
+    return None

@@ -1,0 +1,104 @@
+"""Where a replay goes: the service in this process on a database, or a running server.
+
+Owns building an HTTP client for either (the same requests reach the same endpoints, so replay
+and evaluation have one code path), and the throwaway embedded database an evaluation runs on.
+Never decides what is sent.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import warnings
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+import httpx
+
+from app.config import Settings
+from app.db import Database, login_url, normalize_url
+from app.tenancy import service as tenancy
+from app.tenancy.principal import Role
+
+REQUEST_TIMEOUT_S: Final = 300.0
+"""A commit that waits processes the whole archive inside the request."""
+
+
+@dataclass(frozen=True, slots=True)
+class ServiceTarget:
+    """A running service: its base URL and an API key that may write (writer or admin)."""
+
+    base_url: str
+    api_key: str
+
+
+def _headers(api_key: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {api_key}"}
+
+
+@asynccontextmanager
+async def remote(target: ServiceTarget) -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient(
+        base_url=target.base_url.rstrip("/"),
+        headers=_headers(target.api_key),
+        timeout=REQUEST_TIMEOUT_S,
+    ) as http:
+        yield http
+
+
+@asynccontextmanager
+async def in_process(settings: Settings, api_key: str) -> AsyncIterator[httpx.AsyncClient]:
+    """The app on ``settings.database_url``, in this process, without its background worker:
+    a commit that waits processes its archive in the request."""
+    from app.main import create_app
+
+    app = create_app(settings.model_copy(update={"worker_enabled": False}))
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app),
+            base_url="http://workmem.local",
+            headers=_headers(api_key),
+            timeout=REQUEST_TIMEOUT_S,
+        ) as http,
+    ):
+        yield http
+
+
+@dataclass(frozen=True, slots=True)
+class ThrowawayDatabase:
+    """A fresh embedded database, migrated, with one tenant and a writer key for it."""
+
+    app_url: str
+    api_key: str
+
+
+@asynccontextmanager
+async def throwaway_database() -> AsyncIterator[ThrowawayDatabase]:
+    """A private Postgres cluster in a temporary directory, deleted afterwards."""
+    from app import migrations
+
+    with tempfile.TemporaryDirectory(prefix="workmem-eval-") as tmp:
+        with warnings.catch_warnings():
+            # Its runtime directory falls back to /tmp when XDG_RUNTIME_DIR is unset: fine here.
+            warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
+            from pgserver.postgres_server import get_server
+
+            server = get_server(Path(tmp) / "pg", cleanup_mode="delete")
+        try:
+            server.psql('CREATE DATABASE "workmem";')
+            admin = normalize_url(str(server.get_uri("workmem")))
+            migrations.upgrade(admin)
+            app_url = login_url(admin)
+            database = Database.from_url(app_url, pool_size=2)
+            try:
+                async with database.unscoped() as db:
+                    tenant = await tenancy.create_tenant(db, "evaluation")
+                    _, key = await tenancy.issue_key(db, tenant.tenant_id, role=Role.WRITER)
+            finally:
+                await database.dispose()
+            yield ThrowawayDatabase(app_url, key)
+        finally:
+            server.cleanup()

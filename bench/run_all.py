@@ -1,0 +1,301 @@
+"""Every benchmark and the retention evaluation in one command: one JSON document, one table.
+
+Runs each script in ``bench/`` as its own process (each starts a fresh embedded Postgres, so no
+run sees another's data or cache), collects the JSON each prints, and turns it into rows: the
+figure, the raw Postgres (or other) baseline measured in the same run, their ratio, the target
+and pass or fail. Prints the JSON document; ``--markdown`` writes the table. A benchmark that
+fails or times out is a failed row with its error, never a missing one.
+
+    python bench/run_all.py --markdown bench-results.md > bench-results.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    benchmark: str
+    figure: str
+    value: float | int | None
+    baseline: str
+    ratio: float | None
+    target: str
+    passed: bool | None
+    """``None`` for figures reported without a target."""
+
+
+def _ratio_row(
+    benchmark: str, figure: str, value: float, baseline_name: str, baseline: float,
+    ratio: float, target: str, passed: bool,
+) -> Row:  # fmt: skip
+    return Row(
+        benchmark,
+        figure,
+        round(value, 3),
+        f"{baseline_name} = {round(baseline, 3)}",
+        round(ratio, 3),
+        target,
+        passed,
+    )
+
+
+def append_rows(data: dict[str, Any]) -> list[Row]:
+    raw8 = data["raw_insert_commit_per_s"]["8_threads"]
+    rows = []
+    for run in data["runs"]:
+        shape = f"{run['workers']} worker(s), group commit {'on' if run['group_commit'] else 'off'}"
+        eight = run["single_8_clients"]["messages_per_s"]
+        ratio = run["ratio_8_clients_to_raw_8_threads"]
+        rows.append(
+            _ratio_row("append", f"POST …/messages, 8 clients, msg/s ({shape})", eight,
+                       "raw INSERT+COMMIT at 8 threads, rows/s", raw8, ratio,
+                       ">= 0.5 (stretch >= 1)", ratio >= 0.5)
+        )  # fmt: skip
+        batch = run["ratio_batch_to_single_8"]
+        rows.append(
+            _ratio_row("append", f"messages:batch of 100, msg/s ({shape})",
+                       run["batch_100"]["messages_per_s"], "single appends at 8 clients, msg/s",
+                       eight, batch, ">= 5", batch >= 5)
+        )  # fmt: skip
+    return rows
+
+
+def commit_rows(data: dict[str, Any]) -> list[Row]:
+    phase1 = data["phase1"]
+    rows = [
+        _ratio_row("commit", "commit phase 1 at 10 000 live messages, ms",
+                   phase1["commit_10000_live_ms"], "the same at 10 live, ms",
+                   phase1["commit_10_live_ms"], phase1["ratio_10000_to_10"], "<= 1.5",
+                   phase1["ratio_10000_to_10"] <= 1.5)
+    ]  # fmt: skip
+    for size, figures in data["wait"]["sizes"].items():
+        share = figures["share_of_openviking"]
+        rows.append(
+            _ratio_row("commit", f"wait: true commit keeping 10, {size} live messages, ms",
+                       figures["wait_commit_ms"], "OpenViking 0.5.2 commit, ms",
+                       figures["openviking_commit_ms"], share, "<= 0.1", share <= 0.1)
+        )  # fmt: skip
+        rows.append(
+            Row("commit", f"  of which phase 1 (same run, wait: false), {size} live, ms",
+                figures["phase1_commit_ms"], "", None, "", None)
+        )  # fmt: skip
+    return rows
+
+
+def context_rows(data: dict[str, Any]) -> list[Row]:
+    context, session = data["context_ms"], data["session_ms"]
+    raw = data["raw_primary_key_select_ms"]
+    return [
+        _ratio_row("context", "GET …/context, 100 000-message history, ms", context["100000"],
+                   "the same at 100 messages, ms", context["100"],
+                   data["context_ratio_100000_vs_100"], "<= 1.5",
+                   data["context_ratio_100000_vs_100"] <= 1.5),
+        _ratio_row("context", "GET /v1/sessions/{id}, 100 000 messages, ms", session["100000"],
+                   "the same at 100 messages, ms", session["100"],
+                   data["session_ratio_100000_vs_100"], "<= 1.2",
+                   data["session_ratio_100000_vs_100"] <= 1.2),
+        Row("context", "  raw primary-key select (same run), ms", raw, "", None, "", None),
+    ]  # fmt: skip
+
+
+def merge_rows(data: dict[str, Any]) -> list[Row]:
+    rows = []
+    for name in ("update_merge", "append_merge", "append_merge_and_counts"):
+        if name not in data:
+            continue
+        figures = data[name]
+        per_section = figures["us_per_section_1x"]
+        rows.append(
+            Row("merge", f"{name.replace('_', ' ')}, µs per section at the thresholds",
+                per_section, "", None, "about 1 000", per_section <= 1_500)
+        )  # fmt: skip
+        rows.append(
+            _ratio_row("merge", f"{name.replace('_', ' ')} at twice the size, µs",
+                       figures["us_per_merge_2x"], "at the thresholds, µs",
+                       figures["us_per_merge_1x"], figures["ratio_2x_over_1x"], "<= 2.5",
+                       figures["ratio_2x_over_1x"] <= 2.5)
+        )  # fmt: skip
+    return rows
+
+
+def import_rows(data: dict[str, Any]) -> list[Row]:
+    return [
+        _ratio_row("import_openviking", f"import of {data['sessions']} sessions, s",
+                   data["import_s"], "raw INSERTs of the same rows, s", data["raw_insert_s"],
+                   data["ratio_import_to_raw_insert"], "none (what the import adds)", True),
+        Row("import_openviking", "  sessions per second", data["import_sessions_per_s"], "",
+            None, "", None),
+    ]  # fmt: skip
+
+
+def ui_rows(data: dict[str, Any]) -> list[Row]:
+    ratios = data["ratio_http_long_vs_short"]
+    long = data[f"{data['archives']}_archives"]["http_ms"]
+    rows = [
+        _ratio_row("ui", f"timeline page, {data['archives']} archives, HTTP ms", long["timeline"],
+                   "raw timeline query, ms", data["raw_timeline_query_ms"],
+                   data["ratio_timeline_http_vs_raw_query"], "none (reference)", True),
+        Row("ui", "timeline page, long / short agent session", ratios["timeline"], "", None,
+            "<= 1.5 (paged)", ratios["timeline"] <= 1.5),
+    ]  # fmt: skip
+    for page in sorted(set(ratios) - {"timeline"}):
+        rows.append(Row("ui", f"{page} page, long / short agent session", ratios[page], "", None,
+                        "", None))  # fmt: skip
+    return rows
+
+
+def retention_rows(data: dict[str, Any]) -> list[Row]:
+    """The recall target is the offline extractor's (the baseline everyone without a model key
+    gets); with the adversarial model the figure that must hold is protected-item loss."""
+    rows = []
+    for generator, run in data.items():
+        offline = generator == "offline"
+        for budget, scopes in run["summary"]["by_budget"].items():
+            long = scopes["long"]
+            if long["filled"] is None or not long["truncation"]:
+                continue
+            ratio = long["filled"] / long["truncation"]
+            rows.append(
+                Row(f"retention ({generator})",
+                    f"anchor recall of the filled context at {budget} tokens, long conversations",
+                    round(long["filled"], 3),
+                    f"truncation at the same budget = {round(long['truncation'], 3)}",
+                    round(ratio, 3), ">= 1.5" if offline else "",
+                    ratio >= 1.5 if offline else None)
+            )  # fmt: skip
+        for target in run["targets"]:
+            if target["name"].startswith("filled / truncation") or (
+                not offline and target["name"].startswith("conversations below")
+            ):
+                continue
+            rows.append(
+                Row(f"retention ({generator})", target["name"], target["value"], "", None,
+                    target["target"], target["pass"])
+            )  # fmt: skip
+    return rows
+
+
+@dataclass(frozen=True, slots=True)
+class Benchmark:
+    name: str
+    command: list[str]
+    rows: Callable[[dict[str, Any]], list[Row]]
+    timeout_s: int
+
+
+BENCHMARKS = (
+    Benchmark("merge", ["bench/merge.py"], merge_rows, 300),
+    Benchmark("context", ["-m", "bench.context"], context_rows, 900),
+    Benchmark("commit", ["-m", "bench.commit"], commit_rows, 900),
+    Benchmark("append", ["-m", "bench.append", "--quick"], append_rows, 900),
+    Benchmark("import_openviking", ["-m", "bench.import_openviking"], import_rows, 900),
+    Benchmark("ui", ["-m", "bench.ui"], ui_rows, 900),
+    Benchmark("retention", ["-m", "bench.retention"], retention_rows, 1200),
+)
+
+
+def machine() -> dict[str, Any]:
+    return {
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "cpus": os.cpu_count(),
+        "processor": platform.processor() or platform.machine(),
+    }
+
+
+def run(benchmark: Benchmark, log_dir: Path) -> tuple[dict[str, Any] | None, list[Row], float]:
+    started = time.perf_counter()
+    log = log_dir / f"{benchmark.name}.log"
+    try:
+        done = subprocess.run(
+            [sys.executable, *benchmark.command],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=benchmark.timeout_s,
+            check=False,
+        )
+        log.write_text(done.stderr)
+        if done.returncode != 0:
+            raise RuntimeError(f"exit status {done.returncode}; see {log}")
+        data: dict[str, Any] = json.loads(done.stdout)
+        rows = benchmark.rows(data)
+    except (subprocess.TimeoutExpired, RuntimeError, ValueError, KeyError) as error:
+        message = f"did not finish: {error}"
+        return (
+            None,
+            [Row(benchmark.name, message, None, "", None, "runs", False)],
+            (time.perf_counter() - started),
+        )
+    return data, rows, time.perf_counter() - started
+
+
+def markdown(rows: list[Row], meta: dict[str, Any]) -> str:
+    lines = [
+        f"Run on {meta['machine']['platform']}, {meta['machine']['cpus']} CPUs, Python "
+        f"{meta['machine']['python']}; {meta['duration_s']} s in all.",
+        "",
+        "| benchmark | figure | value | baseline (same run) | ratio | target | |",
+        "|---|---|---:|---|---:|---|---|",
+    ]
+    for row in rows:
+        verdict = "" if row.passed is None else ("pass" if row.passed else "**fail**")
+        value = "–" if row.value is None else row.value
+        ratio = "–" if row.ratio is None else row.ratio
+        lines.append(
+            f"| {row.benchmark} | {row.figure} | {value} | {row.baseline or '–'} | {ratio} | "
+            f"{row.target or '–'} | {verdict} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--markdown", type=Path, default=None, help="write the table here")
+    parser.add_argument("--only", default=None, help="comma-separated benchmark names")
+    args = parser.parse_args()
+    chosen = [b for b in BENCHMARKS if args.only is None or b.name in args.only.split(",")]
+    started = time.perf_counter()
+    results: dict[str, Any] = {}
+    rows: list[Row] = []
+    durations: dict[str, float] = {}
+    with tempfile.TemporaryDirectory(prefix="wmbench-all-") as tmp:
+        for benchmark in chosen:
+            print(f"run_all: {benchmark.name} …", file=sys.stderr, flush=True)
+            data, found, seconds = run(benchmark, Path(tmp))
+            results[benchmark.name] = data
+            rows += found
+            durations[benchmark.name] = round(seconds, 1)
+            print(f"run_all: {benchmark.name} took {seconds:.0f} s", file=sys.stderr, flush=True)
+    meta = {"machine": machine(), "duration_s": round(time.perf_counter() - started, 1)}
+    document = {
+        **meta,
+        "durations_s": durations,
+        "rows": [asdict(row) for row in rows],
+        "benchmarks": results,
+    }
+    json.dump(document, sys.stdout, indent=2, ensure_ascii=False)
+    print()
+    if args.markdown is not None:
+        args.markdown.write_text(markdown(rows, meta))
+
+
+if __name__ == "__main__":
+    main()
