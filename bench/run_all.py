@@ -161,6 +161,24 @@ def ui_rows(data: dict[str, Any]) -> list[Row]:
     return rows
 
 
+def memories_rows(data: dict[str, Any]) -> list[Row]:
+    rows = []
+    for key, figures in sorted(data.items()):
+        if not isinstance(figures, dict) or "ratio_p50" not in figures:
+            continue
+        size = key.rsplit("_", 1)[-1]
+        rows.append(
+            _ratio_row("memories", f"memory search p50, {key}, ms", figures["service_p50_ms"],
+                       "raw HNSW query p50, ms", figures["raw_hnsw_p50_ms"], figures["ratio_p50"],
+                       "<= 2 at 100 000" if size == "100000" else "none (reference)",
+                       figures["ratio_p50"] <= 2 if size == "100000" else True)
+        )  # fmt: skip
+        recall = figures.get("recall_at_10_service_vector")
+        rows.append(Row("memories", f"  recall@10 of vector search, {key}", recall, "", None, "",
+                        None))  # fmt: skip
+    return rows
+
+
 def retention_rows(data: dict[str, Any]) -> list[Row]:
     """The recall target is the offline extractor's (the baseline everyone without a model key
     gets); with the adversarial model the figure that must hold is protected-item loss."""
@@ -207,6 +225,12 @@ BENCHMARKS = (
     Benchmark("append", ["-m", "bench.append", "--quick"], append_rows, 900),
     Benchmark("import_openviking", ["-m", "bench.import_openviking"], import_rows, 900),
     Benchmark("ui", ["-m", "bench.ui"], ui_rows, 900),
+    Benchmark(
+        "memories",
+        ["-m", "bench.memories", "--embedders", "hashing", "--locomo", ""],
+        memories_rows,
+        1200,
+    ),
     Benchmark("retention", ["-m", "bench.retention"], retention_rows, 1200),
 )
 
