@@ -8,12 +8,15 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import Depends, Request
+from fastapi import Depends, Header, Request
 
 from app.archives.worker import ArchiveWorker
 from app.config import Settings
 from app.db import Database
+from app.idempotency.keys import MAX_LENGTH, PATTERN, RequestKey, fingerprint
+from app.limits.service import TenantLimits
 from app.sessions.group_commit import GroupCommit
+from app.tenancy.auth import Writer
 
 
 async def get_database(request: Request) -> Database:
@@ -42,3 +45,43 @@ DatabaseDep = Annotated[Database, Depends(get_database)]
 GroupCommitDep = Annotated[GroupCommit | None, Depends(get_group_commit)]
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 WorkerDep = Annotated[ArchiveWorker, Depends(get_worker)]
+
+
+async def get_request_key(
+    request: Request,
+    principal: Writer,
+    idempotency_key: Annotated[
+        str | None,
+        Header(
+            alias="Idempotency-Key",
+            min_length=1,
+            max_length=MAX_LENGTH,
+            pattern=PATTERN,
+            description="retry safely: a request sent again with the same key (within 24 h) "
+            "gets the first answer, byte for byte, and stores nothing twice",
+        ),
+    ] = None,
+) -> RequestKey | None:
+    """The write's idempotency key and its request's fingerprint (the body is read once: the
+    route has it already)."""
+    if idempotency_key is None:
+        return None
+    body = await request.body()
+    return RequestKey(
+        idempotency_key,
+        fingerprint(
+            method=request.method, path=request.url.path, user_id=principal.user_id, body=body
+        ),
+    )
+
+
+RequestKeyDep = Annotated[RequestKey | None, Depends(get_request_key)]
+
+
+async def get_limits(request: Request) -> TenantLimits:
+    """The process's per-tenant rate and quotas (each off unless configured)."""
+    found: TenantLimits = request.app.state.limits
+    return found
+
+
+LimitsDep = Annotated[TenantLimits, Depends(get_limits)]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from http import HTTPStatus
@@ -15,12 +16,13 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from fastapi_offline import FastAPIOffline
-from prometheus_client import make_asgi_app
 from sqlalchemy import exc as sa_exc
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+# Hardening: bounded bodies and database work, documented errors, operator endpoints.
+from app import metrics
 from app.archives.endpoints import router as archives_router
 from app.archives.generation import WorkingMemoryGenerator
 from app.archives.worker import ArchiveWorker, WorkerConfig
@@ -28,8 +30,10 @@ from app.audit.endpoints import install as install_audit_pages
 from app.compat.openviking.app import install as install_openviking_api
 from app.config import Settings
 from app.context.endpoints import router as context_router
-from app.db import Database, is_unavailable
-from app.errors import AppError, Unavailable, field_errors
+from app.db import Bounds, Database, is_unavailable, translate
+from app.errors import AppError, PayloadTooLarge, RequestTimeout, Unavailable, field_errors
+from app.limits.service import LimitConfig, TenantLimits
+from app.llm.instrumented import InstrumentedChatModel
 from app.llm.ports import ChatModel
 from app.migrations import head_revision
 from app.observability import ObserveRequests
@@ -37,7 +41,10 @@ from app.sessions.endpoints import router as sessions_router
 from app.sessions.group_commit import GroupCommit
 from app.tenancy import service as tenancy
 from app.tenancy.auth import Authenticator
+from app.tenancy.endpoints import keys_router
 from app.tenancy.endpoints import router as admin_router
+from app.web.problems import document_problems, problems
+from app.web.requests import BodyDeadline
 from app.wm.thresholds import GuardConfig
 
 logger = logging.getLogger(__name__)
@@ -46,7 +53,13 @@ PROBLEM_JSON = "application/problem+json"
 
 
 def problem(
-    status: int, type_: str, title: str, detail: str, errors: list[Any] | None = None
+    status: int,
+    type_: str,
+    title: str,
+    detail: str,
+    errors: list[Any] | None = None,
+    *,
+    retry_after_s: float | None = None,
 ) -> JSONResponse:
     body: dict[str, Any] = {
         "type": type_,
@@ -56,13 +69,33 @@ def problem(
     }
     if errors is not None:
         body["errors"] = errors
-    return JSONResponse(body, status_code=status, media_type=PROBLEM_JSON)
+    headers = None
+    if retry_after_s is not None:
+        headers = {"Retry-After": str(max(1, math.ceil(retry_after_s)))}
+    return JSONResponse(body, status_code=status, media_type=PROBLEM_JSON, headers=headers)
+
+
+def app_problem(error: AppError) -> JSONResponse:
+    if error.status == 503:
+        metrics.DATABASE_ERRORS.labels(error.type).inc()
+    return problem(
+        error.status,
+        error.type,
+        error.title,
+        error.detail,
+        error.errors,
+        retry_after_s=error.retry_after_s,
+    )
+
+
+# Statuses Starlette raises itself (the body limit, the body deadline) answered with our types.
+_HTTP_ERRORS: dict[int, type[AppError]] = {413: PayloadTooLarge, 408: RequestTimeout}
 
 
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(AppError)
     async def app_error(_: Request, error: AppError) -> JSONResponse:
-        return problem(error.status, error.type, error.title, error.detail, error.errors)
+        return app_problem(error)
 
     @app.exception_handler(RequestValidationError)
     async def invalid_request(_: Request, error: RequestValidationError) -> JSONResponse:
@@ -76,16 +109,28 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(_: Request, error: StarletteHTTPException) -> JSONResponse:
+        known = _HTTP_ERRORS.get(error.status_code)
+        if known is not None:
+            detail = str(error.detail)
+            if error.status_code == 413:
+                detail = "the request body is above the limit of this service"
+            return app_problem(known(detail))
         phrase = HTTPStatus(error.status_code).phrase
         type_ = phrase.lower().replace(" ", "_")
         return problem(error.status_code, type_, phrase, str(error.detail))
 
     @app.exception_handler(Exception)
     async def unexpected(request: Request, error: Exception) -> JSONResponse:
+        translated = translate(error)
+        if isinstance(translated, AppError):
+            return app_problem(translated)
         if isinstance(error, sa_exc.SQLAlchemyError) and is_unavailable(error):
-            unavailable = Unavailable("the database is unreachable; retry shortly")
-            return problem(503, unavailable.type, unavailable.title, unavailable.detail)
-        logger.error("unhandled error", exc_info=error, extra={"path": request.url.path})
+            return app_problem(Unavailable("the database is unreachable; retry shortly"))
+        # The type only: a driver's message can quote the statement's values (content).
+        logger.error(
+            "unhandled error",
+            extra={"path": request.url.path, "error_type": type(error).__name__},
+        )
         return problem(500, "internal", "Internal error", "an unexpected error occurred")
 
 
@@ -95,12 +140,14 @@ def build_generator(settings: Settings) -> WorkingMemoryGenerator:
     if settings.use_openai:
         from app.llm.openai_provider import OpenAIChatModel
 
-        chat = OpenAIChatModel(
-            base_url=settings.llm_base_url or "https://api.openai.com/v1",
-            api_key=settings.llm_api_key.get_secret_value() if settings.llm_api_key else "",
-            model=settings.llm_model,
-            timeout_s=settings.llm_timeout_s,
-            max_retries=settings.llm_max_retries,
+        chat = InstrumentedChatModel(
+            OpenAIChatModel(
+                base_url=settings.llm_base_url or "https://api.openai.com/v1",
+                api_key=settings.llm_api_key.get_secret_value() if settings.llm_api_key else "",
+                model=settings.llm_model,
+                timeout_s=settings.llm_timeout_s,
+                max_retries=settings.llm_max_retries,
+            )
         )
     return WorkingMemoryGenerator(
         chat,
@@ -133,6 +180,7 @@ def build_worker(
             poll_s=settings.worker_poll_s,
             backoff_base_s=settings.worker_backoff_base_s,
             backoff_max_s=settings.worker_backoff_max_s,
+            idempotency_ttl_s=settings.idempotency_ttl_s,
         ),
     )
 
@@ -157,7 +205,9 @@ def create_app(
                     "no database URL: start through `workmem serve` or set DATABASE_URL"
                 )
             app.state.database = Database.from_url(
-                settings.database_url, pool_size=settings.pool_size
+                settings.database_url,
+                pool_size=settings.pool_size,
+                bounds=Bounds.from_settings(settings),
             )
         try:
             await app.state.database.check_login()
@@ -172,6 +222,7 @@ def create_app(
             else None
         )
         app.state.settings = settings
+        app.state.limits = TenantLimits(LimitConfig.from_settings(settings))
         app.state.authenticator = Authenticator(app.state.database, settings)
         worker = build_worker(settings, app.state.database, generator or build_generator(settings))
         app.state.worker = worker
@@ -196,16 +247,22 @@ def create_app(
         summary="Working memory for long AI agent sessions, on Postgres",
         lifespan=lifespan,
         static_url="/docs/static",
+        # Enforced while the body is read: a larger body is never read, let alone parsed.
+        max_body_size=settings.max_body_bytes,
+    )
+    app.add_middleware(
+        BodyDeadline, idle_s=settings.body_idle_timeout_s, total_s=settings.body_timeout_s
     )
     app.add_middleware(ObserveRequests)
     install_error_handlers(app)
+    document_problems(app)
     app.include_router(admin_router)
+    app.include_router(keys_router)
     app.include_router(sessions_router)
     app.include_router(archives_router)
     app.include_router(context_router)
     # The audit pages (/ui) and their stylesheet.
     install_audit_pages(app)
-    app.mount("/metrics", make_asgi_app())
 
     # The OpenViking-compatible API under /api/v1, with its own envelope errors (and /health).
     install_openviking_api(app, is_unavailable=is_unavailable)
@@ -214,17 +271,26 @@ def create_app(
     async def healthz() -> dict[str, str]:
         return {"status": "ok"}
 
-    @app.get("/readyz", tags=["operations"], response_model=None)
+    @app.get("/readyz", tags=["operations"], response_model=None, responses=problems(503))
     async def readyz(request: Request) -> dict[str, str] | JSONResponse:
         db_: Database = request.app.state.database
+        # The check runs as a task of its own, so the answer never waits longer than the
+        # bound, even when a frozen server leaves the check (or its cleanup) hanging.
+        check = asyncio.ensure_future(_revision(db_))
         try:
-            async with db_.unscoped() as db:
-                current = await tenancy.schema_revision(db)
-        except sa_exc.ProgrammingError:
-            # The readiness function itself is missing: the schema predates it.
-            current = "an older revision"
+            current = await asyncio.wait_for(asyncio.shield(check), timeout=READY_TIMEOUT_S)
+        except TimeoutError:
+            return problem(
+                503,
+                "not_ready",
+                "Not ready",
+                f"the database did not answer within {READY_TIMEOUT_S:g} s",
+                retry_after_s=1,
+            )
         except (Unavailable, sa_exc.SQLAlchemyError):
-            return problem(503, "not_ready", "Not ready", "the database is unreachable")
+            return problem(
+                503, "not_ready", "Not ready", "the database is unreachable", retry_after_s=1
+            )
         head = head_revision()
         if current != head:
             return problem(
@@ -232,4 +298,23 @@ def create_app(
             )
         return {"status": "ready", "revision": str(current)}
 
+    @app.get("/metrics", tags=["operations"], response_class=Response)
+    async def metrics_text(request: Request) -> Response:
+        """Prometheus metrics of this process (plus the archive queue, read at scrape)."""
+        body, content_type = await metrics.exposition(request.app.state.database)
+        return Response(body, media_type=content_type)
+
     return app
+
+
+READY_TIMEOUT_S = 1.0
+"""The longest ``/readyz`` takes to answer."""
+
+
+async def _revision(database: Database) -> str | None:
+    try:
+        async with database.unscoped() as db:
+            return await tenancy.schema_revision(db)
+    except sa_exc.ProgrammingError:
+        # The readiness function itself is missing: the schema predates it.
+        return "an older revision"

@@ -23,8 +23,15 @@ from app.context.service import ContextService
 from app.deps import DatabaseDep, SettingsDep, WorkerDep
 from app.errors import InvalidInput
 from app.tenancy.auth import Reader, Writer
+from app.web.problems import TENANT_ROUTE, problems
+from app.web.requests import StrictJsonRoute
 
-router = APIRouter(prefix="/v1/sessions", tags=["context"])
+router = APIRouter(
+    prefix="/v1/sessions",
+    tags=["context"],
+    route_class=StrictJsonRoute,
+    responses=problems(*TENANT_ROUTE, 404, 422),
+)
 
 
 def context_budget(

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+import anyio.to_thread
 import psycopg
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -40,6 +41,7 @@ class Limits:
     max_message_bytes: int = 1024 * 1024
     max_batch_messages: int = 500
     default_keep_recent_count: int = 10
+    max_metadata_bytes: int = 64 * 1024
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Limits:
@@ -47,7 +49,22 @@ class Limits:
             max_message_bytes=settings.max_message_bytes,
             max_batch_messages=settings.max_batch_messages,
             default_keep_recent_count=settings.default_keep_recent_count,
+            max_metadata_bytes=settings.max_metadata_bytes,
         )
+
+
+def check_metadata_size(metadata: object, limits: Limits, *, what: str) -> int:
+    """The metadata's JSON bytes; 413 above its limit (it is stored beside every read of its
+    owner)."""
+    if not metadata:
+        return 0
+    size = len(json.dumps(metadata, ensure_ascii=False).encode())
+    if size > limits.max_metadata_bytes:
+        raise PayloadTooLarge(
+            f"the metadata of {what} is {size} bytes; the limit is "
+            f"{limits.max_metadata_bytes} bytes"
+        )
+    return size
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +73,12 @@ class AppendOutcome:
     pending_tokens: int
     live_message_count: int
     archived_upto_seq: int
+
+
+@dataclass(frozen=True, slots=True)
+class TenantUsage:
+    stored_bytes: int
+    agent_sessions: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +121,8 @@ class PreparedAppend:
     token_counts: tuple[int, ...]
     texts: tuple[str, ...]
     """Plain text for search."""
+    stored_bytes: int = 0
+    """JSON bytes of the messages and their metadata (what the stored-bytes quota counts)."""
 
 
 def prepare_append(messages: Sequence[MessageCreate], limits: Limits) -> PreparedAppend:
@@ -107,6 +132,7 @@ def prepare_append(messages: Sequence[MessageCreate], limits: Limits) -> Prepare
             f"at most {limits.max_batch_messages} messages per batch, got {len(messages)}"
         )
     stored: list[dict[str, Any]] = []
+    total_bytes = 0
     for index, message in enumerate(messages):
         as_stored = message.openai_message()
         bad_at = find_unstorable({"message": as_stored, "metadata": message.metadata})
@@ -127,13 +153,41 @@ def prepare_append(messages: Sequence[MessageCreate], limits: Limits) -> Prepare
                 f"message {index} is {size} bytes; the limit is "
                 f"{limits.max_message_bytes} bytes per message"
             )
+        total_bytes += size + check_metadata_size(message.metadata, limits, what=f"message {index}")
         stored.append(as_stored)
     return PreparedAppend(
         messages=tuple(messages),
         stored=tuple(stored),
         token_counts=tuple(message_tokens(message) for message in stored),
         texts=tuple(message_text(message) for message in stored),
+        stored_bytes=total_bytes,
     )
+
+
+OFF_LOOP_CHARACTERS = 64 * 1024
+"""Messages holding at least this much text are checked and counted in a worker thread:
+tokenizing a MiB takes about 150 ms, which every other request would otherwise wait for."""
+
+
+def _characters(messages: Sequence[MessageCreate]) -> int:
+    total = 0
+    for message in messages:
+        if isinstance(message.content, str):
+            total += len(message.content)
+        elif message.content is not None:
+            total += sum(len(getattr(part, "text", "") or "") for part in message.content)
+        for call in message.tool_calls or ():
+            total += len(call.function.arguments)
+    return total
+
+
+async def prepare_append_off_loop(
+    messages: Sequence[MessageCreate], limits: Limits
+) -> PreparedAppend:
+    """``prepare_append``, in a worker thread when the messages are large."""
+    if _characters(messages) >= OFF_LOOP_CHARACTERS:
+        return await anyio.to_thread.run_sync(prepare_append, messages, limits)
+    return prepare_append(messages, limits)
 
 
 async def start_prepared(
@@ -216,6 +270,7 @@ class AgentSessionService:
         self, body: AgentSessionCreate, *, created_at: datetime | None = None
     ) -> AgentSession:
         """A new agent session; ``created_at`` keeps the time it began in another store."""
+        check_metadata_size(body.metadata, self.limits, what="the agent session")
         user_id = body.user_id
         if self.principal.user_id is not None:
             if user_id is not None and user_id != self.principal.user_id:
@@ -234,6 +289,12 @@ class AgentSessionService:
             raise Conflict(f"an agent session with external_id {body.external_id!r} exists")
         return row
 
+    async def usage(self) -> TenantUsage:
+        """What the tenant stores, for its quotas: a sum over its agent-session rows (their
+        ``stored_bytes`` is kept by the append), never over its messages."""
+        stored_bytes, agent_sessions = await self.agent_sessions.usage()
+        return TenantUsage(stored_bytes=stored_bytes, agent_sessions=agent_sessions)
+
     async def get(self, agent_session_id: uuid.UUID, *, lock: bool = False) -> AgentSession:
         row = await self.agent_sessions.get(agent_session_id, lock=lock)
         if row is None:
@@ -241,8 +302,18 @@ class AgentSessionService:
         return row
 
     async def find_by_external_id(self, external_id: str) -> AgentSession | None:
-        """The agent session a client named ``external_id``, if one is visible."""
-        return await self.agent_sessions.get_by_external_id(external_id)
+        """The agent session a client named ``external_id``, if one is visible.
+
+        Names are unique per user, so a tenant-wide key can see one name used by several
+        users: it must then say which (409), as it may know of all of them.
+        """
+        found = await self.agent_sessions.get_by_external_id(external_id)
+        if len(found) > 1:
+            raise Conflict(
+                f"several users have an agent session named {external_id!r}; use its id, "
+                "or a key bound to the user"
+            )
+        return found[0] if found else None
 
     async def get_by_external_id(self, external_id: str) -> AgentSession:
         """The agent session a client named ``external_id``; 404 when none is visible."""
@@ -255,17 +326,17 @@ class AgentSessionService:
         """The agent session a client named ``external_id``, created when there is none.
 
         Two first appends racing for one new name both end with the same row: the loser's insert
-        finds the name taken and reads the winner's. A name taken by an agent session this
-        credential cannot see (another user's, for a user-bound key) is a conflict, as in create.
+        finds the name taken and reads the winner's. Names are unique per user, so another
+        user's agent session of the same name is never found, nor in the way.
         """
-        found = await self.agent_sessions.get_by_external_id(external_id)
+        found = await self.find_by_external_id(external_id)
         if found is not None:
             return found
         body = AgentSessionCreate(external_id=external_id, keep_recent_count=keep_recent_count)
         try:
             return await self.create(body)
         except Conflict:
-            found = await self.agent_sessions.get_by_external_id(external_id)
+            found = await self.find_by_external_id(external_id)
             if found is None:
                 raise
             return found
@@ -313,7 +384,7 @@ class AgentSessionService:
     ) -> AppendOutcome:
         """Append messages atomically inside this service's transaction (imports, tests); the
         API's appends run the same statement on an autocommit connection (``append_prepared``)."""
-        prepared = prepare_append(messages, self.limits)
+        prepared = await prepare_append_off_loop(messages, self.limits)
         connection = await driver(self.db)
         return await append_prepared(connection, self.principal.scope, agent_session_id, prepared)
 

@@ -48,9 +48,14 @@ from app.sessions.schemas import AgentSessionCreate, AgentSessionRead, MessageCr
 from app.sessions.service import AgentSessionService, AppendOutcome, Limits
 from app.tenancy.auth import Reader, Writer
 from app.tenancy.principal import Principal
+from app.web.requests import StrictJsonRoute
 
-router = APIRouter(prefix="/sessions", tags=["sessions"], responses=ERROR_RESPONSES)
-tasks_router = APIRouter(prefix="/tasks", tags=["tasks"], responses=ERROR_RESPONSES)
+router = APIRouter(
+    prefix="/sessions", tags=["sessions"], responses=ERROR_RESPONSES, route_class=StrictJsonRoute
+)
+tasks_router = APIRouter(
+    prefix="/tasks", tags=["tasks"], responses=ERROR_RESPONSES, route_class=StrictJsonRoute
+)
 
 NEW_SESSION_KEEP_RECENT = 0
 """OpenViking's sessions start with no keep window, so ``pending_tokens`` counts every message
