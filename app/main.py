@@ -27,7 +27,10 @@ from app.archives.endpoints import router as archives_router
 from app.archives.generation import WorkingMemoryGenerator
 from app.archives.worker import ArchiveWorker, WorkerConfig
 from app.audit.endpoints import install as install_audit_pages
+from app.compat.openviking.app import PREFIX as OPENVIKING_PREFIX
 from app.compat.openviking.app import install as install_openviking_api
+from app.compat.openviking.envelope import ErrorCode
+from app.compat.openviking.envelope import error_response as openviking_error
 from app.config import Settings
 from app.context.endpoints import router as context_router
 from app.db import Bounds, Database, is_unavailable, translate
@@ -44,7 +47,7 @@ from app.tenancy.auth import Authenticator
 from app.tenancy.endpoints import keys_router
 from app.tenancy.endpoints import router as admin_router
 from app.web.problems import document_problems, problems
-from app.web.requests import BodyDeadline
+from app.web.requests import BodyGuard
 from app.wm.thresholds import GuardConfig
 
 logger = logging.getLogger(__name__)
@@ -92,6 +95,14 @@ def app_problem(error: AppError) -> JSONResponse:
 _HTTP_ERRORS: dict[int, type[AppError]] = {413: PayloadTooLarge, 408: RequestTimeout}
 
 
+def too_large(scope: Any, max_bytes: int) -> Response:
+    """The answer to a body declared above the limit, in the form of the API it was sent to."""
+    detail = f"the request body is above the limit of {max_bytes} bytes"
+    if str(scope.get("path", "")).startswith(OPENVIKING_PREFIX + "/"):
+        return openviking_error(ErrorCode.INVALID_ARGUMENT, detail)
+    return app_problem(PayloadTooLarge(detail))
+
+
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(AppError)
     async def app_error(_: Request, error: AppError) -> JSONResponse:
@@ -111,10 +122,7 @@ def install_error_handlers(app: FastAPI) -> None:
     async def http_error(_: Request, error: StarletteHTTPException) -> JSONResponse:
         known = _HTTP_ERRORS.get(error.status_code)
         if known is not None:
-            detail = str(error.detail)
-            if error.status_code == 413:
-                detail = "the request body is above the limit of this service"
-            return app_problem(known(detail))
+            return app_problem(known(str(error.detail)))
         phrase = HTTPStatus(error.status_code).phrase
         type_ = phrase.lower().replace(" ", "_")
         return problem(error.status_code, type_, phrase, str(error.detail))
@@ -247,11 +255,13 @@ def create_app(
         summary="Working memory for long AI agent sessions, on Postgres",
         lifespan=lifespan,
         static_url="/docs/static",
-        # Enforced while the body is read: a larger body is never read, let alone parsed.
-        max_body_size=settings.max_body_bytes,
     )
     app.add_middleware(
-        BodyDeadline, idle_s=settings.body_idle_timeout_s, total_s=settings.body_timeout_s
+        BodyGuard,
+        max_bytes=settings.max_body_bytes,
+        idle_s=settings.body_idle_timeout_s,
+        total_s=settings.body_timeout_s,
+        refuse=too_large,
     )
     app.add_middleware(ObserveRequests)
     install_error_handlers(app)
@@ -277,6 +287,7 @@ def create_app(
         # The check runs as a task of its own, so the answer never waits longer than the
         # bound, even when a frozen server leaves the check (or its cleanup) hanging.
         check = asyncio.ensure_future(_revision(db_))
+        check.add_done_callback(_consume)
         try:
             current = await asyncio.wait_for(asyncio.shield(check), timeout=READY_TIMEOUT_S)
         except TimeoutError:
@@ -309,6 +320,12 @@ def create_app(
 
 READY_TIMEOUT_S = 1.0
 """The longest ``/readyz`` takes to answer."""
+
+
+def _consume(task: asyncio.Future[Any]) -> None:
+    """A readiness check answered after its deadline: its outcome is no one's anymore."""
+    if not task.cancelled():
+        task.exception()
 
 
 async def _revision(database: Database) -> str | None:
