@@ -28,6 +28,7 @@ from app.compat.openviking.envelope import (
     validation_details,
 )
 from app.errors import AppError, field_errors
+from app.web.problems import without_validation_422
 
 logger = logging.getLogger(__name__)
 
@@ -122,6 +123,7 @@ def create_openviking_app(is_unavailable: Callable[[BaseException], bool]) -> Fa
 
     api.include_router(router)
     api.include_router(tasks_router)
+    without_validation_422(api)
     return api
 
 
