@@ -29,7 +29,7 @@ from app.archives.worker import ArchiveWorker, WorkerConfig
 from app.audit.endpoints import install as install_audit_pages
 from app.compat.openviking.app import PREFIX as OPENVIKING_PREFIX
 from app.compat.openviking.app import install as install_openviking_api
-from app.compat.openviking.envelope import ErrorCode
+from app.compat.openviking.envelope import ErrorCode, code_for_status
 from app.compat.openviking.envelope import error_response as openviking_error
 from app.config import Settings
 from app.context.endpoints import router as context_router
@@ -46,6 +46,7 @@ from app.tenancy import service as tenancy
 from app.tenancy.auth import Authenticator
 from app.tenancy.endpoints import keys_router
 from app.tenancy.endpoints import router as admin_router
+from app.web.links import Link, document_links
 from app.web.problems import document_problems, problems
 from app.web.requests import BodyGuard
 from app.wm.thresholds import GuardConfig
@@ -86,7 +87,7 @@ def app_problem(error: AppError) -> JSONResponse:
         error.type,
         error.title,
         error.detail,
-        error.errors,
+        None if error.errors is None else field_errors(error.errors),
         retry_after_s=error.retry_after_s,
     )
 
@@ -119,7 +120,11 @@ def install_error_handlers(app: FastAPI) -> None:
         )
 
     @app.exception_handler(StarletteHTTPException)
-    async def http_error(_: Request, error: StarletteHTTPException) -> JSONResponse:
+    async def http_error(request: Request, error: StarletteHTTPException) -> JSONResponse:
+        if request.url.path.startswith(OPENVIKING_PREFIX + "/"):
+            # A path the mount cannot match (a newline in an id): still OpenViking's answer.
+            code = code_for_status(error.status_code)
+            return openviking_error(code, f"no such endpoint: {request.url.path!r}")
         known = _HTTP_ERRORS.get(error.status_code)
         if known is not None:
             return app_problem(known(str(error.detail)))
@@ -266,6 +271,7 @@ def create_app(
     app.add_middleware(ObserveRequests)
     install_error_handlers(app)
     document_problems(app)
+    document_links(app, V1_LINKS)
     app.include_router(admin_router)
     app.include_router(keys_router)
     app.include_router(sessions_router)
@@ -317,6 +323,42 @@ def create_app(
 
     return app
 
+
+V1_LINKS = (
+    Link(
+        "post",
+        "/v1/sessions",
+        ("201",),
+        "/v1/sessions/",
+        {"agent_session_id": "$response.body#/id"},
+    ),
+    Link(
+        "post",
+        "/v1/sessions/{agent_session_id}/commit",
+        ("202",),
+        "/v1/sessions/{agent_session_id}/archives/",
+        {
+            "agent_session_id": "$request.path.agent_session_id",
+            "archive_seq": "$response.body#/archive/archive_seq",
+        },
+    ),
+    Link("post", "/v1/keys", ("201",), "/v1/keys/", {"api_key_id": "$response.body#/api_key_id"}),
+    Link(
+        "post",
+        "/v1/admin/tenants",
+        ("201",),
+        "/v1/admin/tenants/",
+        {"tenant_id": "$response.body#/tenant_id"},
+    ),
+    Link(
+        "post",
+        "/v1/admin/tenants/{tenant_id}/api-keys",
+        ("201",),
+        "/v1/admin/api-keys/",
+        {"api_key_id": "$response.body#/api_key_id"},
+    ),
+)
+"""Which answer feeds which operation, stated in the document (``app.web.links``)."""
 
 READY_TIMEOUT_S = 1.0
 """The longest ``/readyz`` takes to answer."""

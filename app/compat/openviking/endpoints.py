@@ -13,6 +13,7 @@ import uuid
 from typing import Annotated
 
 from fastapi import APIRouter, Path, Query, Response
+from pydantic import ValidationError
 
 from app.archives import flows
 from app.archives.schemas import ArchiveRead
@@ -44,7 +45,7 @@ from app.compat.openviking.schemas import (
 from app.context.budget import DEFAULT_TOKEN_BUDGET, MAX_TOKEN_BUDGET, plan_budget
 from app.context.service import ContextService
 from app.deps import DatabaseDep, LimitsDep, SettingsDep, WorkerDep
-from app.errors import Forbidden, NotFound
+from app.errors import Forbidden, InvalidInput, NotFound, field_errors
 from app.limits.service import TenantLimits
 from app.sessions.schemas import AgentSessionCreate, AgentSessionRead, MessageCreate
 from app.sessions.service import AgentSessionService, AppendOutcome, Limits
@@ -172,11 +173,16 @@ async def _append(
 ) -> AppendOutcome:
     """Append in one transaction, creating the session first when it does not exist: a batch
     that fails validation stores nothing, not even the session."""
-    creates = [
-        MessageCreate.model_validate(stored)
-        for message in messages
-        for stored in to_openai(message)
-    ]
+    try:
+        creates = [
+            MessageCreate.model_validate(stored)
+            for message in messages
+            for stored in to_openai(message)
+        ]
+    except ValidationError as error:  # a rule only the OpenAI form of a message can break
+        raise InvalidInput(
+            "a message is not valid once in OpenAI's format", errors=field_errors(error.errors())
+        ) from error
     tenant_limits.check_rate(principal.tenant_id, len(creates))
     new_bytes = sum(len(json.dumps(create.openai_message())) for create in creates)
     new_sessions = 0
