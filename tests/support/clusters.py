@@ -68,3 +68,23 @@ def stop_cluster(data_dir: Path, timeout_s: float = 30) -> None:
         time.sleep(0.1)
     if psutil.pid_exists(pid):
         subprocess.run(["kill", "-9", str(pid)], check=False)
+
+
+def start_cluster(data_dir: Path, socket_dir: Path) -> None:
+    """Start a stopped cluster again as pgserver starts it (its system user, its socket), for
+    suites that take the database away from a running server and give it back."""
+    import os
+
+    from pgserver._commands import pg_ctl
+
+    user = "pgserver" if os.geteuid() == 0 else None
+    pg_ctl(
+        ["-w", "-o", '-h ""', "-o", f"-k {socket_dir}", "-l", str(data_dir / "log"), "start"],
+        pgdata=data_dir,
+        user=user,
+        timeout=60,
+    )
+
+
+def socket_dir_of(data_dir: Path) -> Path:
+    return Path((data_dir / POSTMASTER_PID).read_text().splitlines()[4].strip())
