@@ -37,7 +37,7 @@ async def test_a_job_longer_than_its_lease_keeps_its_archive(
     slow = ArchiveWorker(own_database, RecordingGenerator(delay_s=SHORT.lease_s * 3), SHORT)
     other = ArchiveWorker(own_database, RecordingGenerator(), SHORT)
     job = asyncio.create_task(slow.run_once())
-    while (await archive_rows(own_database, keys.tenant_id))[0]["status"] != "running":
+    while (await archive_rows(own_database, keys.tenant_id))[0]["status"] != "running":  # noqa: ASYNC110 - polling the database
         await asyncio.sleep(0.02)
     stolen = []
     while not job.done():

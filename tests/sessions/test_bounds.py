@@ -236,7 +236,7 @@ def test_whatever_validation_accepts_can_be_answered(metadata: Any, depth: int) 
         )
         prepared = prepare_append([message], Limits())
     except ValueError:
-        assert json_problem({"v": value}) is not None
+        assert json_problem({"metadata": {"v": value}}) is not None
         return
     stored = StoredMessage(
         seq=1,
