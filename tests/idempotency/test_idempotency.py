@@ -179,7 +179,10 @@ async def test_a_malformed_key_is_a_422(
     response = await client.post(
         f"/v1/sessions/{agent_session_id}/messages",
         json=MESSAGE,
-        headers=[*tenant.write.items(), ("Idempotency-Key", key.encode())],
+        headers=[
+            *((name.encode(), value.encode()) for name, value in tenant.write.items()),
+            (b"Idempotency-Key", key.encode()),
+        ],
     )
     assert response.status_code == 422, response.text
     assert await message_count(client, tenant, agent_session_id) == 0

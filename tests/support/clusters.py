@@ -75,8 +75,9 @@ def start_cluster(data_dir: Path, socket_dir: Path) -> None:
     suites that take the database away from a running server and give it back."""
     import os
 
-    from pgserver._commands import pg_ctl
+    from pgserver import _commands
 
+    pg_ctl = _commands.__dict__["pg_ctl"]  # made at import, one function per binary
     user = "pgserver" if os.geteuid() == 0 else None
     pg_ctl(
         ["-w", "-o", '-h ""', "-o", f"-k {socket_dir}", "-l", str(data_dir / "log"), "start"],
