@@ -13,7 +13,7 @@ from fastapi import Depends, Header, Request
 from app.archives.worker import ArchiveWorker
 from app.config import Settings
 from app.db import Database
-from app.idempotency.keys import MAX_LENGTH, PATTERN, RequestKey, fingerprint
+from app.idempotency.keys import MAX_LENGTH, PATTERN, RequestKey, canonical_json, fingerprint
 from app.limits.service import TenantLimits
 from app.sessions.group_commit import GroupCommit
 from app.tenancy.auth import Writer
@@ -62,11 +62,13 @@ async def get_request_key(
         ),
     ] = None,
 ) -> RequestKey | None:
-    """The write's idempotency key and its request's fingerprint (the body is read once: the
-    route has it already)."""
+    """The write's idempotency key and its request's fingerprint. The body is the route's,
+    already parsed; it is compared as JSON (keys sorted, no spacing), so a retry serialised
+    differently by another client library is still the same request."""
     if idempotency_key is None:
         return None
-    body = await request.body()
+    raw = await request.body()
+    body = canonical_json(await request.json()) if raw.strip() else b""
     return RequestKey(
         idempotency_key,
         fingerprint(

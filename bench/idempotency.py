@@ -38,7 +38,7 @@ async def appends(
     async with httpx.AsyncClient(base_url=url, headers=headers, limits=limits, timeout=60) as http:
         sessions = [(await http.post("/v1/sessions", json={})).json()["id"] for _ in range(clients)]
         latencies: list[float] = []
-        sent: list[tuple[str, str, str]] = []
+        sent: list[tuple[str, dict[str, str], str]] = []
 
         async def client(agent_session_id: str) -> None:
             for n in range(requests):
@@ -46,7 +46,7 @@ async def appends(
                 extra = {}
                 if keyed:
                     extra = {"Idempotency-Key": str(uuid.uuid4())}
-                    sent.append((agent_session_id, json.dumps(body), extra["Idempotency-Key"]))
+                    sent.append((agent_session_id, body, extra["Idempotency-Key"]))
                 started = time.perf_counter()
                 response = await http.post(
                     f"/v1/sessions/{agent_session_id}/messages", json=body, headers=extra
@@ -67,11 +67,8 @@ async def appends(
             for agent_session_id, body, idempotency_key in sent[: clients * 20]:
                 replay = await http.post(
                     f"/v1/sessions/{agent_session_id}/messages",
-                    content=body,
-                    headers={
-                        "Idempotency-Key": idempotency_key,
-                        "content-type": "application/json",
-                    },
+                    json=body,
+                    headers={"Idempotency-Key": idempotency_key},
                 )
                 if replay.headers.get("idempotent-replayed") != "true":
                     raise RuntimeError("a retry was not a replay")

@@ -1,14 +1,15 @@
 """What an ``Idempotency-Key`` is and which request it stands for. Pure: no I/O.
 
 Owns the header's rules (1–255 visible ASCII characters) and the request fingerprint: the
-method, the path, the credential's user binding and the body's bytes, hashed. The same key with
-another fingerprint is another request, refused rather than answered with the first one's
-answer. Never decides what is stored.
+method, the path, the credential's user binding and the body (as canonical JSON), hashed. The
+same key with another fingerprint is another request, refused rather than answered with the
+first one's answer. Never decides what is stored.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 from dataclasses import dataclass
 from typing import Final
 
@@ -24,6 +25,11 @@ class RequestKey:
 
     key: str
     request_sha256: str
+
+
+def canonical_json(value: object) -> bytes:
+    """One spelling of a JSON value: keys sorted, no spaces, UTF-8."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
 
 
 def fingerprint(*, method: str, path: str, user_id: str | None, body: bytes) -> str:

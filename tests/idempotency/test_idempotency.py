@@ -186,3 +186,24 @@ async def test_a_malformed_key_is_a_422(
     )
     assert response.status_code == 422, response.text
     assert await message_count(client, tenant, agent_session_id) == 0
+
+
+async def test_a_retry_serialised_differently_is_the_same_request(
+    client: httpx.AsyncClient, tenant: TenantKeys
+) -> None:
+    agent_session_id = await create_session(client, tenant)
+    url = f"/v1/sessions/{agent_session_id}/messages"
+    key = str(uuid.uuid4())
+    first = await client.post(
+        url,
+        content=b'{"role":"user","content":"x"}',
+        headers={**keyed(tenant, key), "content-type": "application/json"},
+    )
+    retry = await client.post(
+        url,
+        content=b'{ "content" : "x", "role" : "user" }',
+        headers={**keyed(tenant, key), "content-type": "application/json"},
+    )
+    assert (first.status_code, retry.status_code) == (201, 201)
+    assert retry.content == first.content
+    assert await message_count(client, tenant, agent_session_id) == 1
