@@ -77,12 +77,10 @@ class Bounds:
     keepalive_s: int = 10
 
     @classmethod
-    def from_settings(cls, settings: Settings, *, statements: bool = True) -> Bounds:
-        """The configured bounds; ``statements=False`` for operator commands (imports,
-        maintenance) whose statements may rightly run long."""
+    def from_settings(cls, settings: Settings) -> Bounds:
         return cls(
             connect_s=settings.db_connect_timeout_s,
-            statement_s=settings.db_statement_timeout_s if statements else None,
+            statement_s=settings.db_statement_timeout_s,
             keepalive_s=settings.db_keepalive_s,
         )
 

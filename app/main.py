@@ -21,7 +21,6 @@ from fastapi_offline import FastAPIOffline
 from sqlalchemy import exc as sa_exc
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-# Hardening: bounded bodies and database work, documented errors, operator endpoints.
 from app import metrics
 from app.archives.endpoints import router as archives_router
 from app.archives.generation import WorkingMemoryGenerator
@@ -92,7 +91,7 @@ def app_problem(error: AppError) -> JSONResponse:
     )
 
 
-# Statuses Starlette raises itself (the body limit, the body deadline) answered with our types.
+# Statuses the body guard raises while a body is read, answered with our types.
 _HTTP_ERRORS: dict[int, type[AppError]] = {413: PayloadTooLarge, 408: RequestTimeout}
 
 

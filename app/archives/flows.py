@@ -16,7 +16,7 @@ from app.archives.worker import ArchiveWorker
 from app.archives.working_memory import WorkingMemory
 from app.db import Database
 from app.idempotency.keys import RequestKey
-from app.idempotency.service import Answer, IdempotencyService, answer_of
+from app.idempotency.service import Answer, IdempotencyService, answer_of, in_progress
 from app.models import Archive, ArchiveStatus
 from app.tenancy.principal import Principal
 
@@ -117,8 +117,9 @@ async def commit_once(
         stored = await keys.claim(request)
         if stored is not None:
             replay = answer_of(stored, request)
-            if replay is not None:
-                return replay
+            if replay is None:  # a key claimed by a transaction not yet committed
+                raise in_progress()
+            return replay
         outcome = await ArchiveService(db, principal).commit(agent_session_id, keep)
         status_code, body = render(CommitResult(outcome, outcome.archive, None))
         first = await keys.answer(request, status_code=status_code, body=body)
