@@ -79,13 +79,16 @@ def message_schema() -> dict[str, Any]:
     return MessageCreate.model_json_schema()
 
 
-REFUSED = [(case, message) for case, message, status in BAD_MESSAGES if status == 422]
+# NUL characters are refused by the service alone: JSON Schema cannot state it portably.
+REFUSED = [
+    (case, message)
+    for case, message, status in BAD_MESSAGES
+    if status == 422 and not case.startswith("NUL")
+]
 
 
 @pytest.mark.parametrize(("case", "message"), REFUSED, ids=[case for case, _ in REFUSED])
 def test_the_schema_refuses_what_the_validator_refuses(case: str, message: dict[str, Any]) -> None:
-    if case.startswith("NUL"):
-        pytest.skip("NUL characters are refused by the service, not expressible in the schema")
     with pytest.raises(ValidationError):
         MessageCreate.model_validate(message)
     with pytest.raises(jsonschema.ValidationError):

@@ -5,9 +5,9 @@ when each table it reads or writes is filtered by (or inserted with) one ``tenan
 This records every statement the API and the archive jobs send during appends (single, batched,
 grouped), commits, archive processing, context, expand, working memory and history, listing and
 deletion, idempotent retries, quotas and a tenant admin's keys, across two tenants, and checks
-each: a ``tenant_id`` equality or insert whose values are
-all one tenant, the per-transaction tenant setup, the append function (called with its tenant),
-or one of the listed privileged functions and connection-level statements.
+each: a ``tenant_id`` equality or insert whose values are all one tenant, the per-transaction
+tenant setup, the append function (called with its tenant), or one of the listed privileged
+functions and connection-level statements.
 """
 
 from __future__ import annotations
