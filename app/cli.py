@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import signal
 import stat
 import sys
@@ -22,7 +21,7 @@ import typer
 
 from app import migrations
 from app.config import Settings
-from app.db import Database, PrivilegedLogin, login_url
+from app.db import Bounds, Database, PrivilegedLogin, login_url
 from app.embedded import EmbeddedPostgres, start_embedded
 from app.observability import configure_logging
 from app.tenancy import service as tenancy
@@ -75,7 +74,7 @@ class CliError(Exception):
     """A problem the user can fix; printed as one line, exit status 1."""
 
 
-def runtime(settings: Settings | None = None) -> Runtime:
+def runtime(settings: Settings | None = None, *, migrate: bool = True) -> Runtime:
     """Resolve the database: ``DATABASE_URL`` if set, else the embedded cluster under home.
 
     The embedded cluster trusts local logins, so its owner (``postgres``) runs the migrations
@@ -87,15 +86,21 @@ def runtime(settings: Settings | None = None) -> Runtime:
     embedded = start_embedded(settings.embedded_data_dir)
     admin = embedded.url()
     # The embedded database is the service's own: every command finds it migrated (a no-op at
-    # head), so `workmem tenants create` works before the first `workmem serve`.
-    migrations.upgrade(admin)
+    # head), so `workmem tenants create` works before the first `workmem serve`. serve migrates
+    # by itself; a worker never does (it may start beside serve, and two upgrades must not race).
+    if migrate:
+        migrations.upgrade(admin)
     url = login_url(admin)
     return Runtime(settings.model_copy(update={"database_url": url}), url, admin, embedded)
 
 
 def run_db(work: Callable[[Database], Awaitable[T]], url: str) -> T:
+    # Operator commands: a connection within seconds, but no bound on a statement (an import
+    # of a long session, a recomputation over a large tenant may rightly run long).
+    bounds = Bounds(connect_s=5.0, statement_s=None)
+
     async def main() -> T:
-        database = Database.from_url(url, pool_size=2)
+        database = Database.from_url(url, pool_size=2, bounds=bounds)
         try:
             return await work(database)
         finally:
@@ -148,9 +153,8 @@ def serve(
     ] = False,
 ) -> None:
     """Run the HTTP API (embedded Postgres unless DATABASE_URL is set)."""
-    import uvicorn
-
     from app.main import create_app
+    from app.serving import serve as run_server
 
     base = Settings()
     overrides: dict[str, Any] = {}
@@ -160,7 +164,7 @@ def serve(
         overrides["port"] = port
     settings = base.model_copy(update=overrides)
     configure_logging(settings.log_level, as_json=settings.log_json)
-    resolved = runtime(settings)
+    resolved = runtime(settings, migrate=False)
     if resolved.embedded is not None or migrate:
         upgrade_database(resolved)
     run_db(lambda database: database.check_login(), resolved.url)
@@ -170,23 +174,9 @@ def serve(
         write_local_key(resolved.url, key_file)
         print(f"workmem: embedded Postgres in {resolved.settings.embedded_data_dir}", flush=True)
         print(f"workmem: API key for the local tenant is in {key_file}", flush=True)
-    print(
-        f"workmem: serving on http://{resolved.settings.host}:{resolved.settings.port}", flush=True
+    run_server(
+        resolved.settings, workers=workers, embedded=resolved.embedded, app_factory=create_app
     )
-    options: dict[str, Any] = {
-        "host": resolved.settings.host,
-        "port": resolved.settings.port,
-        "log_config": None,
-        "timeout_graceful_shutdown": 10,
-    }
-    if workers == 1:
-        uvicorn.run(create_app(resolved.settings), **options)
-        return
-    # Several processes import the app by name and read their settings from the environment;
-    # uvicorn picks uvloop and httptools by itself when they are installed.
-    os.environ["DATABASE_URL"] = resolved.url
-    os.environ.pop("WORKMEM_DATABASE_URL", None)
-    uvicorn.run("app.asgi:app", workers=workers, **options)
 
 
 @cli.command()
@@ -205,11 +195,15 @@ def worker(
 
     settings = Settings()
     configure_logging(settings.log_level, as_json=settings.log_json)
-    resolved = runtime(settings)
+    resolved = runtime(settings, migrate=False)
     refuse_mismatched_embedder(resolved.settings, resolved.url)
 
     async def main() -> None:
-        database = Database.from_url(resolved.url, pool_size=max(2, concurrency + 1))
+        database = Database.from_url(
+            resolved.url,
+            pool_size=max(2, concurrency + 1),
+            bounds=Bounds.from_settings(resolved.settings),
+        )
         await database.check_login()
         generator = build_generator(resolved.settings)
         embedder = build_embedder(resolved.settings)
@@ -229,7 +223,11 @@ def worker(
             await close_embedder(embedder)
             await database.dispose()
 
-    asyncio.run(main())
+    try:
+        asyncio.run(main())
+    finally:
+        if resolved.embedded is not None:
+            resolved.embedded.stop()
 
 
 # --- db ----------------------------------------------------------------------------------------
@@ -261,7 +259,7 @@ def db_current() -> None:
     """Print the database's current revision."""
     resolved = runtime()
     if resolved.admin_url is not None:
-        migrations.current(resolved.admin_url)
+        typer.echo(migrations.current_revision(resolved.admin_url) or "no revision applied")
         return
 
     async def work(database: Database) -> str | None:
@@ -768,11 +766,28 @@ def eval_command(
 
 
 def main() -> None:
+    from sqlalchemy import exc as sa_exc
+
+    from app.errors import AppError
+
     try:
         cli()
     except (CliError, PrivilegedLogin) as error:
         print(f"workmem: {error}", file=sys.stderr)
         raise SystemExit(1) from None
+    except AppError as error:
+        print(f"workmem: {error.detail}", file=sys.stderr)
+        raise SystemExit(1) from None
+    except (sa_exc.OperationalError, sa_exc.InterfaceError, OSError) as error:
+        # A database that cannot be reached (at migration time, or before the service's own
+        # translation applies): one line saying so, never the driver's traceback.
+        print(f"workmem: cannot reach the database: {_first_line(error)}", file=sys.stderr)
+        raise SystemExit(1) from None
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(getattr(error, "orig", None) or error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
 
 
 if __name__ == "__main__":

@@ -77,7 +77,12 @@ class Settings(BaseSettings):
     guard_warning_tokens: int = Field(default=1500, ge=1)
 
     worker_enabled: bool = Field(default=True, description="run the in-process worker in serve")
-    worker_lease_s: float = Field(default=300.0, gt=0)
+    worker_lease_s: float = Field(
+        default=30.0,
+        ge=3,
+        description="an archive's lease; the worker renews it every third of it while it works, "
+        "so a crashed worker's archive is claimable again within one lease",
+    )
     worker_max_attempts: int = Field(default=5, ge=1)
     worker_poll_s: float = Field(default=1.0, gt=0)
     worker_backoff_base_s: float = Field(default=2.0, ge=0)
@@ -115,6 +120,49 @@ class Settings(BaseSettings):
     )
     embedding_timeout_s: float = Field(default=30.0, gt=0)
     embedding_max_retries: int = Field(default=2, ge=0, le=10)
+
+    # --- Bounds: request bodies, the database, retries, per-tenant limits ----------------------
+    max_metadata_bytes: int = Field(default=64 * 1024, ge=1024)
+    max_body_bytes: int = Field(
+        default=8 * 1024 * 1024,
+        ge=64 * 1024,
+        description="largest request body, enforced while it is read (413 beyond)",
+    )
+    body_idle_timeout_s: float = Field(
+        default=10.0, gt=0, description="408 when a request body stops arriving this long"
+    )
+    body_timeout_s: float = Field(
+        default=60.0, gt=0, description="408 when a request body is not whole after this long"
+    )
+    db_connect_timeout_s: float = Field(
+        default=1.0,
+        gt=0,
+        description="getting a database connection (from a pool or a new one); 503 beyond",
+    )
+    db_statement_timeout_s: float = Field(
+        default=10.0,
+        gt=0,
+        description="Postgres cancels a statement running longer (statement_timeout); the "
+        "service gives up on an unanswered one a second after",
+    )
+    db_keepalive_s: int = Field(
+        default=10, ge=1, description="TCP keepalive idle time of database connections"
+    )
+    idempotency_ttl_s: float = Field(
+        default=24 * 3600.0, ge=60, description="how long an Idempotency-Key's answer is kept"
+    )
+    rate_messages_per_minute: int = Field(
+        default=0, ge=0, description="messages a tenant may append per minute per process; 0 = off"
+    )
+    quota_stored_bytes: int = Field(
+        default=0, ge=0, description="JSON bytes of messages a tenant may store; 0 = off"
+    )
+    quota_agent_sessions: int = Field(
+        default=0, ge=0, description="agent sessions a tenant may hold; 0 = off"
+    )
+    quota_refresh_s: float = Field(
+        default=10.0, gt=0, description="how often a process rereads a tenant's usage"
+    )
 
     @property
     def use_openai(self) -> bool:

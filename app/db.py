@@ -1,12 +1,15 @@
 """Database plumbing: declarative base, engine, and the transactions the application runs in.
 
-Owns the unit of work and the per-transaction tenant + role setup that row-level security relies
-on. Never contains feature SQL. Driver errors that mean "database unreachable" are translated here,
-once, into ``Unavailable``.
+Owns the unit of work, the per-transaction tenant + role setup that row-level security relies
+on, and the bounds on every connection (how long getting one may take, Postgres's own statement
+timeout, TCP keepalives). Never contains feature SQL. Driver errors are translated here, once,
+into what they are: ``Unavailable`` (unreachable), ``DatabaseTimeout`` (a statement or a lock
+wait cancelled by Postgres) or ``DatabaseConflict`` (a deadlock, a serialization failure).
 """
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -28,7 +31,8 @@ from sqlalchemy.ext.asyncio import (
 )
 from sqlalchemy.orm import DeclarativeBase, ORMExecuteState, Session
 
-from app.errors import Unavailable
+from app.config import Settings
+from app.errors import DatabaseConflict, DatabaseTimeout, Unavailable
 
 APP_ROLE = "workmem_app"
 """The service's login role: no superuser, no BYPASSRLS (created by the first revisions)."""
@@ -58,18 +62,67 @@ def normalize_url(url: str) -> str:
     return url
 
 
-def create_engine(url: str, *, pool_size: int = 10) -> AsyncEngine:
+@dataclass(frozen=True, slots=True)
+class Bounds:
+    """How long database work may take, on both sides of the connection.
+
+    ``connect_s`` bounds getting a connection (a pool checkout, or a new connection when the
+    server no longer accepts any); ``statement_s`` is Postgres's ``statement_timeout`` (None:
+    unbounded, for operator commands such as an import); ``keepalive_s`` the TCP keepalive idle
+    time, so a peer that vanished is noticed on an idle pooled connection.
+    """
+
+    connect_s: float = 1.0
+    statement_s: float | None = 10.0
+    keepalive_s: int = 10
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> Bounds:
+        return cls(
+            connect_s=settings.db_connect_timeout_s,
+            statement_s=settings.db_statement_timeout_s,
+            keepalive_s=settings.db_keepalive_s,
+        )
+
+    def server_options(self) -> str:
+        """Session settings sent with every new connection."""
+        # Timestamps come back in UTC whatever the server's default, so a value the service
+        # computes (an append's created_at) reads the same as the stored one.
+        options = ["-c TimeZone=UTC"]
+        if self.statement_s is not None:
+            statement_ms = max(1, round(self.statement_s * 1000))
+            # A transaction left open by a frozen process would hold its row locks forever.
+            idle_ms = max(60_000, 6 * statement_ms)
+            options += [
+                f"-c statement_timeout={statement_ms}",
+                f"-c idle_in_transaction_session_timeout={idle_ms}",
+            ]
+        return " ".join(options)
+
+    def connect_args(self) -> dict[str, Any]:
+        """libpq parameters of every connection (ignored on a Unix socket where they do not
+        apply). libpq's own connect timeout is at least 2 s; ``connect_s`` bounds it sooner."""
+        return {
+            "options": self.server_options(),
+            "connect_timeout": max(2, int(self.connect_s + 1)),
+            "keepalives": 1,
+            "keepalives_idle": self.keepalive_s,
+            "keepalives_interval": max(1, self.keepalive_s // 2),
+            "keepalives_count": 3,
+        }
+
+
+def create_engine(url: str, *, pool_size: int = 10, bounds: Bounds | None = None) -> AsyncEngine:
+    bounds = bounds or Bounds()
     return create_async_engine(
         normalize_url(url),
         pool_size=pool_size,
         max_overflow=pool_size,
         # No pre-ping round trip per checkout: a connection broken by a database restart is
         # detected on use, the pool is invalidated, the request answers 503 and the next succeeds.
-        pool_timeout=10,
+        pool_timeout=bounds.connect_s,
         pool_recycle=1800,
-        # Timestamps come back in UTC whatever the server's default, so a value the service
-        # computes (an append's created_at) reads the same as the stored one.
-        connect_args={"options": "-c TimeZone=UTC"},
+        connect_args=bounds.connect_args(),
     )
 
 
@@ -136,11 +189,43 @@ def libpq_url(url: str) -> str:
     return normalize_url(url).replace("postgresql+psycopg://", "postgresql://", 1)
 
 
+_TIMEOUT_STATES = frozenset({"57014", "55P03"})
+"""query_canceled (statement_timeout) and lock_not_available (lock_timeout)."""
+_CONFLICT_STATES = frozenset({"40P01", "40001"})
+"""deadlock_detected and serialization_failure: transient, safe to retry."""
+
+
+def sqlstate_of(error: BaseException) -> str | None:
+    """The SQLSTATE of a driver error, bare or wrapped by SQLAlchemy."""
+    original = getattr(error, "orig", error)
+    state = getattr(original, "sqlstate", None)
+    return state if isinstance(state, str) else None
+
+
 def translate(error: BaseException) -> BaseException:
-    """``Unavailable`` for a driver or pool error that means the database cannot be reached."""
+    """The application error a driver or pool error stands for, or ``error`` itself.
+
+    Postgres's own cancellations are reported as what they are, before the generic
+    "unreachable": psycopg files them under ``OperationalError`` too.
+    """
+    state = sqlstate_of(error)
+    if state in _TIMEOUT_STATES:
+        return DatabaseTimeout(
+            "the database cancelled a statement that ran or waited too long; retry shortly"
+        )
+    if state in _CONFLICT_STATES:
+        return DatabaseConflict(
+            "a deadlock or a serialization failure with concurrent requests; nothing was "
+            "written, retry"
+        )
+    if isinstance(error, TimeoutError):
+        return Unavailable("no database connection could be had in time; retry shortly")
     if isinstance(error, PoolTimeout | psycopg.OperationalError) or is_unavailable(error):
         return Unavailable("the database is unreachable; retry shortly")
     return error
+
+
+_TRANSLATED = (sa_exc.DBAPIError, sa_exc.TimeoutError, psycopg.OperationalError, TimeoutError)
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,13 +242,20 @@ class Database:
     pool: AsyncConnectionPool
     conninfo: str
     on_connect: ConnectHook | None = None
+    bounds: Bounds = Bounds()
 
     @classmethod
     def from_url(
-        cls, url: str, *, pool_size: int = 10, on_connect: ConnectHook | None = None
+        cls,
+        url: str,
+        *,
+        pool_size: int = 10,
+        on_connect: ConnectHook | None = None,
+        bounds: Bounds | None = None,
     ) -> Database:
         """``on_connect`` runs on every new connection of all three kinds (instrumentation)."""
-        engine = create_engine(url, pool_size=pool_size)
+        bounds = bounds or Bounds()
+        engine = create_engine(url, pool_size=pool_size, bounds=bounds)
         if on_connect is not None:
             hook = on_connect
 
@@ -181,8 +273,8 @@ class Database:
             min_size=1,
             max_size=pool_size,
             open=False,
-            timeout=10,
-            kwargs={"autocommit": True, "options": "-c TimeZone=UTC"},
+            timeout=bounds.connect_s,
+            kwargs={"autocommit": True, **bounds.connect_args()},
             configure=configure,
         )
         return cls(
@@ -191,16 +283,24 @@ class Database:
             pool,
             conninfo,
             on_connect,
+            bounds,
         )
+
+    async def _begin(self, db: AsyncSession) -> None:
+        """Check out the transaction's connection within ``bounds.connect_s``: a server that
+        no longer accepts connections (or a pool with none free) answers 503 promptly."""
+        async with asyncio.timeout(self.bounds.connect_s):
+            await db.connection()
 
     @asynccontextmanager
     async def tenant(self, tenant_id: uuid.UUID) -> AsyncIterator[AsyncSession]:
         """One transaction with ``app.tenant_id`` set: row-level security applies to all SQL."""
         try:
             async with self.sessions.begin() as db:
+                await self._begin(db)
                 await (await driver(db)).execute(_SET_TENANT, {"tenant_id": str(tenant_id)})
                 yield db
-        except (sa_exc.DBAPIError, sa_exc.TimeoutError, psycopg.OperationalError) as error:
+        except _TRANSLATED as error:
             raise translate(error) from error
 
     @asynccontextmanager
@@ -213,8 +313,9 @@ class Database:
         """
         try:
             async with self.sessions.begin() as db:
+                await self._begin(db)
                 yield db
-        except (sa_exc.DBAPIError, sa_exc.TimeoutError, psycopg.OperationalError) as error:
+        except _TRANSLATED as error:
             raise translate(error) from error
 
     async def open(self) -> None:
@@ -227,7 +328,7 @@ class Database:
         """A pooled autocommit connection: each statement on it is its own transaction."""
         await self.open()
         try:
-            async with self.pool.connection() as connection:
+            async with self.pool.connection(timeout=self.bounds.connect_s) as connection:
                 yield connection
         except (PoolTimeout, psycopg.OperationalError) as error:
             raise translate(error) from error
@@ -237,10 +338,11 @@ class Database:
         """A connection of its own, outside both pools, for session state that must live as
         long as it does (an advisory lock)."""
         try:
-            connection = await psycopg.AsyncConnection.connect(
-                self.conninfo, autocommit=True, options="-c TimeZone=UTC"
-            )
-        except psycopg.OperationalError as error:
+            async with asyncio.timeout(self.bounds.connect_s):
+                connection = await psycopg.AsyncConnection.connect(
+                    self.conninfo, autocommit=True, **self.bounds.connect_args()
+                )
+        except (psycopg.OperationalError, TimeoutError) as error:
             raise translate(error) from error
         if self.on_connect is not None:
             self.on_connect(connection)

@@ -1,28 +1,138 @@
 """The embedded Postgres (with pgvector) used when no ``DATABASE_URL`` is configured.
 
-Owns starting a private cluster from the ``pgserver`` package in a data directory that survives
-restarts, and creating the ``workmem`` database in it. Never used when a URL is configured.
+Owns the cluster's life in a data directory that survives restarts: start it (or attach to the
+one running there), create the ``workmem`` database, stop it when the last process using it
+exits — also after SIGTERM, and also when an earlier process was killed with ``kill -9`` — and
+recover from what a crash leaves behind. Never used when a URL is configured.
+
+``pgserver`` counts the processes using a cluster in a handle file and stops the cluster when
+the last one exits; a process killed with ``kill -9`` never leaves that list, and a
+``postmaster.pid`` naming a process that is alive but no postmaster of this directory makes it
+believe the cluster runs. Both are repaired here, under ``pgserver``'s own lock, before
+attaching and before stopping.
 """
 
 from __future__ import annotations
 
+import atexit
+import contextlib
+import json
 import logging
+import os
 import warnings
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import psutil
 
 from app.db import normalize_url
 
 logger = logging.getLogger(__name__)
 
 DATABASE_NAME = "workmem"
+HANDLE_FILE = ".handle_pids.json"
+"""pgserver's list of the processes attached to a cluster (one JSON list of pids)."""
+POSTMASTER_PID = "postmaster.pid"
+
+
+class FailedStopIsAWarning(logging.Filter):
+    """Report ``pgserver``'s failed ``pg_ctl stop`` as the warning it is.
+
+    When the postmaster is already shutting down (or was killed and restarted by another
+    process), ``pg_ctl stop`` fails and ``pgserver`` logs an error, then terminates the postmaster
+    itself: nothing is wrong with the data, so an operator's error alerts should not fire.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        command = record.args[0] if isinstance(record.args, tuple) and record.args else None
+        if record.levelno == logging.ERROR and _is_stop_command(command):
+            record.levelno = logging.WARNING
+            record.levelname = logging.getLevelName(logging.WARNING)
+        return True
+
+
+def _is_stop_command(command: object) -> bool:
+    if not isinstance(command, tuple) or not command:
+        return False
+    arguments = command[-1]
+    return isinstance(arguments, list) and "stop" in arguments
+
+
+logging.getLogger("pgserver").addFilter(FailedStopIsAWarning())
+
+
+def live_handles(pids: Iterable[int], is_alive: Callable[[int], bool]) -> list[int]:
+    """The handles still held: those of processes that are alive, each once, in order."""
+    kept: list[int] = []
+    for pid in pids:
+        if pid not in kept and is_alive(pid):
+            kept.append(pid)
+    return kept
+
+
+def is_postmaster_of(pid: int, data_dir: Path) -> bool:
+    """Whether ``pid`` is a running postmaster serving ``data_dir``."""
+    try:
+        process = psutil.Process(pid)
+        if process.name() != "postgres" or process.status() == psutil.STATUS_ZOMBIE:
+            return False
+        command = process.cmdline()
+    except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+        return False
+    return "-D" in command and str(data_dir) in command
+
+
+def _is_alive(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return False
+
+
+def _read_pid(path: Path) -> int | None:
+    try:
+        first = path.read_text().splitlines()[0].strip()
+        return int(first)
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def recover(data_dir: Path) -> list[str]:
+    """Repair what crashed processes left in ``data_dir``; what was repaired, in words.
+
+    Call with ``pgserver``'s lock held: the handle file is read and written under it.
+    """
+    repaired: list[str] = []
+    handles = data_dir / HANDLE_FILE
+    if handles.is_file():
+        try:
+            listed = [int(pid) for pid in json.loads(handles.read_text())]
+        except (OSError, ValueError, TypeError):
+            listed = []
+        kept = live_handles(listed, _is_alive)
+        if kept != listed:
+            handles.write_text(json.dumps(kept))
+            dead = sorted(set(listed) - set(kept))
+            repaired.append(f"forgot the handles of exited processes {dead}")
+    pid_file = data_dir / POSTMASTER_PID
+    pid = _read_pid(pid_file) if pid_file.is_file() else None
+    if pid is not None and not is_postmaster_of(pid, data_dir):
+        # No postmaster of ours runs: the file is a crash's leftover (its pid may even have been
+        # reused by an unrelated process), and so are the socket lock files beside it.
+        pid_file.unlink(missing_ok=True)
+        for lock in data_dir.glob(".s.PGSQL.*.lock"):
+            lock.unlink(missing_ok=True)
+        repaired.append(f"removed a stale {POSTMASTER_PID} naming process {pid}")
+    return repaired
 
 
 @dataclass(slots=True)
 class EmbeddedPostgres:
     data_dir: Path
     server: Any
+    _stopped: bool = field(default=False, repr=False)
 
     def url(self, database: str = DATABASE_NAME) -> str:
         return normalize_url(str(self.server.get_uri(database)))
@@ -34,20 +144,52 @@ class EmbeddedPostgres:
         if "(1 row)" not in exists:
             self.server.psql(f'CREATE DATABASE "{database}";')
 
+    @property
+    def postmaster_pid(self) -> int | None:
+        return _read_pid(self.data_dir / POSTMASTER_PID)
+
     def stop(self) -> None:
+        """Let go of the cluster; the last live process using it stops it. Idempotent."""
+        if self._stopped:
+            return
+        self._stopped = True
+        with _handle_lock():
+            recover(self.data_dir)
         self.server.cleanup()
 
 
+@contextlib.contextmanager
+def _handle_lock() -> Any:
+    from pgserver.postgres_server import PostgresServer
+
+    with PostgresServer._lock:
+        yield
+
+
 def start_embedded(data_dir: Path, *, database: str = DATABASE_NAME) -> EmbeddedPostgres:
-    """Start (or attach to) the cluster in ``data_dir`` and make sure ``database`` exists."""
+    """Start (or attach to) the cluster in ``data_dir`` and make sure ``database`` exists.
+
+    The cluster is let go of when this process exits normally (``atexit``); a server process
+    that exits on a signal calls ``stop`` itself (see ``app.cli``).
+    """
     data_dir.parent.mkdir(parents=True, exist_ok=True)
+    data_dir = data_dir.expanduser().resolve()
     with warnings.catch_warnings():
         # Its runtime directory falls back to /tmp when XDG_RUNTIME_DIR is unset, which is fine.
         warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
         from pgserver.postgres_server import get_server
 
+        if data_dir.is_dir():
+            with _handle_lock():
+                for repaired in recover(data_dir):
+                    logger.warning(
+                        "embedded postgres: " + repaired, extra={"data_dir": str(data_dir)}
+                    )
         server = get_server(data_dir, cleanup_mode="stop")
     embedded = EmbeddedPostgres(data_dir=data_dir, server=server)
+    # Registered after pgserver's own exit hook, so it runs first (atexit is last in, first
+    # out): the handles of processes killed since are forgotten before the count is made.
+    atexit.register(embedded.stop)
     embedded.create_database(database)
-    logger.info("embedded postgres ready", extra={"data_dir": str(data_dir)})
+    logger.info("embedded postgres ready", extra={"data_dir": str(data_dir), "pid": os.getpid()})
     return embedded

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from http import HTTPStatus
@@ -15,21 +16,26 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from fastapi_offline import FastAPIOffline
-from prometheus_client import make_asgi_app
 from sqlalchemy import exc as sa_exc
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from app import metrics
 from app.archives.endpoints import router as archives_router
 from app.archives.generation import WorkingMemoryGenerator
 from app.archives.worker import ArchiveWorker, WorkerConfig
 from app.audit.endpoints import install as install_audit_pages
+from app.compat.openviking.app import PREFIX as OPENVIKING_PREFIX
 from app.compat.openviking.app import install as install_openviking_api
+from app.compat.openviking.envelope import ErrorCode, code_for_status
+from app.compat.openviking.envelope import error_response as openviking_error
 from app.config import Settings
 from app.context.endpoints import router as context_router
-from app.db import Database, is_unavailable
-from app.errors import AppError, Unavailable, field_errors
+from app.db import Bounds, Database, is_unavailable, translate
+from app.errors import AppError, PayloadTooLarge, RequestTimeout, Unavailable, field_errors
+from app.limits.service import LimitConfig, TenantLimits
+from app.llm.instrumented import InstrumentedChatModel
 from app.llm.ports import ChatModel
 from app.memories.embedding import Embedder
 from app.memories.endpoints import router as memories_router
@@ -42,7 +48,11 @@ from app.sessions.endpoints import router as sessions_router
 from app.sessions.group_commit import GroupCommit
 from app.tenancy import service as tenancy
 from app.tenancy.auth import Authenticator
+from app.tenancy.endpoints import keys_router
 from app.tenancy.endpoints import router as admin_router
+from app.web.links import Link, document_links
+from app.web.problems import document_problems, problems
+from app.web.requests import BodyGuard
 from app.wm.thresholds import GuardConfig
 
 logger = logging.getLogger(__name__)
@@ -51,7 +61,13 @@ PROBLEM_JSON = "application/problem+json"
 
 
 def problem(
-    status: int, type_: str, title: str, detail: str, errors: list[Any] | None = None
+    status: int,
+    type_: str,
+    title: str,
+    detail: str,
+    errors: list[Any] | None = None,
+    *,
+    retry_after_s: float | None = None,
 ) -> JSONResponse:
     body: dict[str, Any] = {
         "type": type_,
@@ -61,13 +77,41 @@ def problem(
     }
     if errors is not None:
         body["errors"] = errors
-    return JSONResponse(body, status_code=status, media_type=PROBLEM_JSON)
+    headers = None
+    if retry_after_s is not None:
+        headers = {"Retry-After": str(max(1, math.ceil(retry_after_s)))}
+    return JSONResponse(body, status_code=status, media_type=PROBLEM_JSON, headers=headers)
+
+
+def app_problem(error: AppError) -> JSONResponse:
+    if error.status == 503:
+        metrics.DATABASE_ERRORS.labels(error.type).inc()
+    return problem(
+        error.status,
+        error.type,
+        error.title,
+        error.detail,
+        None if error.errors is None else field_errors(error.errors),
+        retry_after_s=error.retry_after_s,
+    )
+
+
+# Statuses the body guard raises while a body is read, answered with our types.
+_HTTP_ERRORS: dict[int, type[AppError]] = {413: PayloadTooLarge, 408: RequestTimeout}
+
+
+def too_large(scope: Any, max_bytes: int) -> Response:
+    """The answer to a body declared above the limit, in the form of the API it was sent to."""
+    detail = f"the request body is above the limit of {max_bytes} bytes"
+    if str(scope.get("path", "")).startswith(OPENVIKING_PREFIX + "/"):
+        return openviking_error(ErrorCode.INVALID_ARGUMENT, detail)
+    return app_problem(PayloadTooLarge(detail))
 
 
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(AppError)
     async def app_error(_: Request, error: AppError) -> JSONResponse:
-        return problem(error.status, error.type, error.title, error.detail, error.errors)
+        return app_problem(error)
 
     @app.exception_handler(RequestValidationError)
     async def invalid_request(_: Request, error: RequestValidationError) -> JSONResponse:
@@ -80,17 +124,30 @@ def install_error_handlers(app: FastAPI) -> None:
         )
 
     @app.exception_handler(StarletteHTTPException)
-    async def http_error(_: Request, error: StarletteHTTPException) -> JSONResponse:
+    async def http_error(request: Request, error: StarletteHTTPException) -> JSONResponse:
+        if request.url.path.startswith(OPENVIKING_PREFIX + "/"):
+            # A path the mount cannot match (a newline in an id): still OpenViking's answer.
+            code = code_for_status(error.status_code)
+            return openviking_error(code, f"no such endpoint: {request.url.path!r}")
+        known = _HTTP_ERRORS.get(error.status_code)
+        if known is not None:
+            return app_problem(known(str(error.detail)))
         phrase = HTTPStatus(error.status_code).phrase
         type_ = phrase.lower().replace(" ", "_")
         return problem(error.status_code, type_, phrase, str(error.detail))
 
     @app.exception_handler(Exception)
     async def unexpected(request: Request, error: Exception) -> JSONResponse:
+        translated = translate(error)
+        if isinstance(translated, AppError):
+            return app_problem(translated)
         if isinstance(error, sa_exc.SQLAlchemyError) and is_unavailable(error):
-            unavailable = Unavailable("the database is unreachable; retry shortly")
-            return problem(503, unavailable.type, unavailable.title, unavailable.detail)
-        logger.error("unhandled error", exc_info=error, extra={"path": request.url.path})
+            return app_problem(Unavailable("the database is unreachable; retry shortly"))
+        # The type only: a driver's message can quote the statement's values (content).
+        logger.error(
+            "unhandled error",
+            extra={"path": request.url.path, "error_type": type(error).__name__},
+        )
         return problem(500, "internal", "Internal error", "an unexpected error occurred")
 
 
@@ -100,12 +157,14 @@ def build_generator(settings: Settings) -> WorkingMemoryGenerator:
     if settings.use_openai:
         from app.llm.openai_provider import OpenAIChatModel
 
-        chat = OpenAIChatModel(
-            base_url=settings.llm_base_url or "https://api.openai.com/v1",
-            api_key=settings.llm_api_key.get_secret_value() if settings.llm_api_key else "",
-            model=settings.llm_model,
-            timeout_s=settings.llm_timeout_s,
-            max_retries=settings.llm_max_retries,
+        chat = InstrumentedChatModel(
+            OpenAIChatModel(
+                base_url=settings.llm_base_url or "https://api.openai.com/v1",
+                api_key=settings.llm_api_key.get_secret_value() if settings.llm_api_key else "",
+                model=settings.llm_model,
+                timeout_s=settings.llm_timeout_s,
+                max_retries=settings.llm_max_retries,
+            )
         )
     return WorkingMemoryGenerator(
         chat,
@@ -142,6 +201,7 @@ def build_worker(
             poll_s=settings.worker_poll_s,
             backoff_base_s=settings.worker_backoff_base_s,
             backoff_max_s=settings.worker_backoff_max_s,
+            idempotency_ttl_s=settings.idempotency_ttl_s,
         ),
         memories=memories,
     )
@@ -231,7 +291,9 @@ def create_app(
                     "no database URL: start through `workmem serve` or set DATABASE_URL"
                 )
             app.state.database = Database.from_url(
-                settings.database_url, pool_size=settings.pool_size
+                settings.database_url,
+                pool_size=settings.pool_size,
+                bounds=Bounds.from_settings(settings),
             )
         try:
             await app.state.database.check_login()
@@ -246,6 +308,7 @@ def create_app(
             else None
         )
         app.state.settings = settings
+        app.state.limits = TenantLimits(LimitConfig.from_settings(settings))
         app.state.authenticator = Authenticator(app.state.database, settings)
         app.state.embedder = build_embedder(settings)
         try:
@@ -281,16 +344,25 @@ def create_app(
         lifespan=lifespan,
         static_url="/docs/static",
     )
+    app.add_middleware(
+        BodyGuard,
+        max_bytes=settings.max_body_bytes,
+        idle_s=settings.body_idle_timeout_s,
+        total_s=settings.body_timeout_s,
+        refuse=too_large,
+    )
     app.add_middleware(ObserveRequests)
     install_error_handlers(app)
+    document_problems(app)
+    document_links(app, V1_LINKS)
     app.include_router(admin_router)
+    app.include_router(keys_router)
     app.include_router(sessions_router)
     app.include_router(archives_router)
     app.include_router(context_router)
     # The audit pages (/ui) and their stylesheet.
     install_audit_pages(app)
     app.include_router(memories_router)
-    app.mount("/metrics", make_asgi_app())
 
     # The OpenViking-compatible API under /api/v1, with its own envelope errors (and /health).
     install_openviking_api(app, is_unavailable=is_unavailable)
@@ -299,19 +371,29 @@ def create_app(
     async def healthz() -> dict[str, str]:
         return {"status": "ok"}
 
-    @app.get("/readyz", tags=["operations"], response_model=None)
+    @app.get("/readyz", tags=["operations"], response_model=None, responses=problems(503))
     async def readyz(request: Request) -> dict[str, str] | JSONResponse:
         db_: Database = request.app.state.database
+        # The check runs as a task of its own, so the answer never waits longer than the
+        # bound, even when a frozen server leaves the check (or its cleanup) hanging.
+        check = asyncio.ensure_future(_readiness(db_, request.app.state.embedder))
+        check.add_done_callback(_consume)
         try:
-            async with db_.unscoped() as db:
-                current = await tenancy.schema_revision(db)
-                embedder_mismatch = await embedder_problem(db, request.app.state.embedder)
-        except sa_exc.ProgrammingError:
-            # The readiness function itself is missing: the schema predates it.
-            current = "an older revision"
-            embedder_mismatch = None
+            current, embedder_mismatch = await asyncio.wait_for(
+                asyncio.shield(check), timeout=READY_TIMEOUT_S
+            )
+        except TimeoutError:
+            return problem(
+                503,
+                "not_ready",
+                "Not ready",
+                f"the database did not answer within {READY_TIMEOUT_S:g} s",
+                retry_after_s=1,
+            )
         except (Unavailable, sa_exc.SQLAlchemyError):
-            return problem(503, "not_ready", "Not ready", "the database is unreachable")
+            return problem(
+                503, "not_ready", "Not ready", "the database is unreachable", retry_after_s=1
+            )
         head = head_revision()
         if current != head:
             return problem(
@@ -321,4 +403,66 @@ def create_app(
             return problem(503, "not_ready", "Not ready", embedder_mismatch)
         return {"status": "ready", "revision": str(current)}
 
+    @app.get("/metrics", tags=["operations"], response_class=Response)
+    async def metrics_text(request: Request) -> Response:
+        """Prometheus metrics of this process (plus the archive queue, read at scrape)."""
+        body, content_type = await metrics.exposition(request.app.state.database)
+        return Response(body, media_type=content_type)
+
     return app
+
+
+V1_LINKS = (
+    Link(
+        "post",
+        "/v1/sessions",
+        ("201",),
+        "/v1/sessions/",
+        {"agent_session_id": "$response.body#/id"},
+    ),
+    Link(
+        "post",
+        "/v1/sessions/{agent_session_id}/commit",
+        ("202",),
+        "/v1/sessions/{agent_session_id}/archives/",
+        {
+            "agent_session_id": "$request.path.agent_session_id",
+            "archive_seq": "$response.body#/archive/archive_seq",
+        },
+    ),
+    Link("post", "/v1/keys", ("201",), "/v1/keys/", {"api_key_id": "$response.body#/api_key_id"}),
+    Link(
+        "post",
+        "/v1/admin/tenants",
+        ("201",),
+        "/v1/admin/tenants/",
+        {"tenant_id": "$response.body#/tenant_id"},
+    ),
+    Link(
+        "post",
+        "/v1/admin/tenants/{tenant_id}/api-keys",
+        ("201",),
+        "/v1/admin/api-keys/",
+        {"api_key_id": "$response.body#/api_key_id"},
+    ),
+)
+"""Which answer feeds which operation, stated in the document (``app.web.links``)."""
+
+READY_TIMEOUT_S = 1.0
+"""The longest ``/readyz`` takes to answer."""
+
+
+def _consume(task: asyncio.Future[Any]) -> None:
+    """A readiness check answered after its deadline: its outcome is no one's anymore."""
+    if not task.cancelled():
+        task.exception()
+
+
+async def _readiness(database: Database, embedder: Embedder) -> tuple[str | None, str | None]:
+    """The schema's revision, and why the embedder cannot serve it (``None`` when it can)."""
+    try:
+        async with database.unscoped() as db:
+            return await tenancy.schema_revision(db), await embedder_problem(db, embedder)
+    except sa_exc.ProgrammingError:
+        # The readiness function itself is missing: the schema predates it.
+        return "an older revision", None

@@ -39,8 +39,19 @@ def downgrade(url: str, revision: str) -> None:
     command.downgrade(alembic_config(url), revision)
 
 
-def current(url: str) -> None:
-    command.current(alembic_config(url), verbose=False)
+def current_revision(url: str) -> str | None:
+    """The database's revision; ``None`` before the first migration."""
+    from alembic.migration import MigrationContext
+    from sqlalchemy import create_engine, pool
+
+    from app.db import normalize_url
+
+    engine = create_engine(normalize_url(url), poolclass=pool.NullPool)
+    try:
+        with engine.connect() as connection:
+            return MigrationContext.configure(connection).get_current_revision()
+    finally:
+        engine.dispose()
 
 
 def set_login_password(admin_url: str, password: str) -> None:

@@ -1,16 +1,22 @@
 """Structured logging and Prometheus metrics for the service.
 
-Owns the log format (one JSON object per line) and the HTTP metrics. Never logs request bodies,
-credentials or SQL. Access lines are DEBUG (server errors WARNING), so INFO costs no write per
-request.
+Owns the log format (one JSON object per line, each with the request id and tenant of the
+request it was written in) and the HTTP metrics. Never logs request bodies, credentials or SQL,
+nor an exception's message (a driver's can quote the values of a statement): an error is logged
+as its type and where it was raised. Access lines are DEBUG (server errors WARNING), so INFO
+costs no write per request.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import re
 import sys
 import time
+import traceback
+import uuid
+from contextvars import ContextVar
 from datetime import UTC, datetime
 
 from prometheus_client import Counter, Histogram
@@ -24,6 +30,26 @@ LATENCY = Histogram(
 )
 
 
+REQUEST_ID: ContextVar[str | None] = ContextVar("request_id", default=None)
+TENANT_ID: ContextVar[str | None] = ContextVar("tenant_id", default=None)
+REQUEST_ID_HEADER = "x-request-id"
+_CLIENT_REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,64}$")
+
+
+def bind_tenant(tenant_id: uuid.UUID) -> None:
+    """Name the request's tenant in every log line written for the rest of it."""
+    TENANT_ID.set(str(tenant_id))
+
+
+def where_raised(error: BaseException) -> str:
+    """``module:line`` of the innermost frame of an exception: enough to find it, no text."""
+    frames = traceback.extract_tb(error.__traceback__)
+    if not frames:
+        return "unknown"
+    last = frames[-1]
+    return f"{str(last.filename).rsplit('/', 1)[-1]}:{last.lineno}"
+
+
 class JsonFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         payload: dict[str, object] = {
@@ -32,11 +58,17 @@ class JsonFormatter(logging.Formatter):
             "logger": record.name,
             "msg": record.getMessage(),
         }
+        request_id, tenant_id = REQUEST_ID.get(), TENANT_ID.get()
+        if request_id is not None:
+            payload["request_id"] = request_id
+        if tenant_id is not None:
+            payload["tenant_id"] = tenant_id
         for key, value in record.__dict__.items():
             if key not in _RESERVED and not key.startswith("_"):
                 payload[key] = value
-        if record.exc_info and record.levelno >= logging.ERROR:
-            payload["error"] = repr(record.exc_info[1])
+        if record.exc_info and record.exc_info[1] is not None:
+            payload["error_type"] = type(record.exc_info[1]).__name__
+            payload["error_at"] = where_raised(record.exc_info[1])
         return json.dumps(payload, default=str, ensure_ascii=False)
 
 
@@ -73,11 +105,18 @@ class ObserveRequests:
             return
         started = time.perf_counter()
         status = 500
+        request_id = _request_id(scope)
+        REQUEST_ID.set(request_id)
+        TENANT_ID.set(None)
 
         async def watch(message: Message) -> None:
             nonlocal status
             if message["type"] == "http.response.start":
                 status = int(message["status"])
+                message["headers"] = [
+                    *message.get("headers", []),
+                    (REQUEST_ID_HEADER.encode(), request_id.encode()),
+                ]
             await send(message)
 
         try:
@@ -102,3 +141,14 @@ class ObserveRequests:
                         "duration_ms": round(elapsed * 1000, 2),
                     },
                 )
+
+
+def _request_id(scope: Scope) -> str:
+    """The client's ``X-Request-ID`` when it is a sane one, else a new id."""
+    for name, value in scope.get("headers", []):
+        if name == REQUEST_ID_HEADER.encode():
+            text = bytes(value).decode("latin-1")
+            if _CLIENT_REQUEST_ID.match(text):
+                return text
+            break
+    return uuid.uuid4().hex

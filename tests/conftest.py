@@ -23,9 +23,27 @@ from app.db import Database
 from app.main import create_app
 from app.tenancy import service as tenancy
 from app.tenancy.principal import Principal, Role
+from tests.support.clusters import RUN_DATA_DIRS, postgres_processes
 from tests.support.postgres import DatabaseUrls, PostgresForTests
 
 ADMIN_TOKEN = "operator-secret-token-for-tests"
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """The run leaves no cluster behind: every data directory it started one in is checked
+    for postgres processes (server processes were stopped with real signals)."""
+    left = postgres_processes(RUN_DATA_DIRS)
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.write_line(
+            f"embedded clusters started by this run: {len(RUN_DATA_DIRS)}; "
+            f"still running: {len(left)}"
+        )
+    if left:
+        if reporter is not None:
+            for data_dir, pids in left.items():
+                reporter.write_line(f"left running: {data_dir} (postgres pids {pids})")
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 @pytest.fixture(scope="session")

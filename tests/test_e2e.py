@@ -13,6 +13,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.support.clusters import cluster_url, register
+
 pytestmark = pytest.mark.e2e
 
 
@@ -29,17 +31,19 @@ def workmem_command() -> list[str]:
 
 
 class Server:
-    def __init__(self, home: Path, *extra: str) -> None:
+    def __init__(self, home: Path, *extra: str, env: dict[str, str] | None = None) -> None:
         self.home = home
+        register(home / "pgdata")
         self.port = free_port()
-        env = {
+        environment = {
             k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "WORKMEM_DATABASE_URL")
         }
-        env.update({"WORKMEM_HOME": str(home), "WORKMEM_LOG_JSON": "true"})
+        environment.update({"WORKMEM_HOME": str(home), "WORKMEM_LOG_JSON": "true"})
+        environment.update(env or {})
         self.log = (home.parent / f"serve-{self.port}.log").open("w")
         self.process = subprocess.Popen(
             [*workmem_command(), "serve", "--port", str(self.port), *extra],
-            env=env,
+            env=environment,
             stdout=subprocess.PIPE,
             stderr=self.log,
             text=True,
@@ -72,15 +76,22 @@ class Server:
 
     def stop(self) -> str:
         """Send SIGTERM and return the server's log once it has exited."""
-        self.process.send_signal(signal.SIGTERM)
+        code = self.end(signal.SIGTERM)
+        # uvicorn re-raises the signal after a graceful shutdown, so -SIGTERM is a clean exit.
+        assert code in (0, -signal.SIGTERM), code
+        return self.log_text()
+
+    def end(self, signum: int, timeout_s: float = 60) -> int:
+        """Send ``signum``; the exit status, once the process has exited."""
+        self.process.send_signal(signum)
         try:
-            code = self.process.wait(timeout=30)
+            return self.process.wait(timeout=timeout_s)
         finally:
             self.log.close()
             if self.process.stdout is not None:
                 self.process.stdout.close()
-        # uvicorn re-raises the signal after a graceful shutdown, so -SIGTERM is a clean exit.
-        assert code in (0, -signal.SIGTERM), code
+
+    def log_text(self) -> str:
         return (self.home.parent / f"serve-{self.port}.log").read_text()
 
 
@@ -125,7 +136,9 @@ def test_serve_creates_a_key_and_serves_agent_sessions(home: Path) -> None:
             read = http.get(f"/v1/sessions/{agent_session_id}/messages").json()["items"]
             assert [m["message"]["content"] for m in read] == ["hello", "how are you?"]
             assert http.get("/healthz").json() == {"status": "ok"}
-            assert "workmem_http_requests_total" in http.get("/metrics/").text
+            exposed = http.get("/metrics")
+            assert exposed.status_code == 200, "no redirect: /metrics answers itself"
+            assert "workmem_http_requests_total" in exposed.text
     finally:
         log = server.stop()
     assert "Application shutdown complete" in log
@@ -146,7 +159,6 @@ def test_serve_creates_a_key_and_serves_agent_sessions(home: Path) -> None:
 def test_serve_with_two_workers_runs_one_archive_worker(home: Path) -> None:
     """Two server processes answer; only the one holding the advisory lock processes archives."""
     import psycopg
-    from pgserver.postgres_server import get_server
 
     server = Server(home, "--workers", "2")
     try:
@@ -173,8 +185,9 @@ def test_serve_with_two_workers_runs_one_archive_worker(home: Path) -> None:
                     break
                 time.sleep(0.2)
             assert statuses == ["done"] * 3, "the in-process worker of one process finishes them"
-        cluster = get_server(home / "pgdata", cleanup_mode=None)
-        with psycopg.connect(cluster.get_uri("workmem"), autocommit=True) as connection:
+        with psycopg.connect(
+            cluster_url(home / "pgdata", "workmem"), autocommit=True
+        ) as connection:
             holders = connection.execute(
                 "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a USING (pid)"
                 " WHERE l.locktype = 'advisory' AND l.granted AND a.usename = 'workmem_app'"

@@ -4,9 +4,10 @@ A Citus cluster distributed by ``tenant_id`` (docs/scaling.md) routes a statemen
 when each table it reads or writes is filtered by (or inserted with) one ``tenant_id`` value.
 This records every statement the API and the archive jobs send during appends (single, batched,
 grouped), commits, archive processing, context, expand, working memory and history, listing and
-deletion, across two tenants, and checks each: a ``tenant_id`` equality or insert whose values are
-all one tenant, the per-transaction tenant setup, the append function (called with its tenant),
-or one of the listed privileged functions and connection-level statements.
+deletion, idempotent retries, quotas and a tenant admin's keys, across two tenants, and checks
+each: a ``tenant_id`` equality or insert whose values are all one tenant, the per-transaction
+tenant setup, the append function (called with its tenant), or one of the listed privileged
+functions and connection-level statements.
 """
 
 from __future__ import annotations
@@ -60,7 +61,13 @@ async def recorded(postgres: PostgresForTests, settings: Settings) -> AsyncItera
     url = postgres.create_app_database("wmroute").app
     log = StatementLog()
     database = Database.from_url(url, pool_size=4, on_connect=log.install)
-    app = create_app(settings.model_copy(update={"database_url": url}), database=database)
+    # Quotas on: their usage reads are part of the workload.
+    app = create_app(
+        settings.model_copy(
+            update={"database_url": url, "quota_stored_bytes": 10**9, "quota_agent_sessions": 10**6}
+        ),
+        database=database,
+    )
     async with (
         LifespanManager(app) as manager,
         httpx.AsyncClient(
@@ -88,17 +95,39 @@ async def workload(http: httpx.AsyncClient, keys: TenantKeys) -> None:
             for n in range(6)
         )
     )
-    await http.post(
-        f"/v1/sessions/{sid}/messages:batch",
-        json={
-            "messages": [
-                {"role": "assistant", "content": None, "tool_calls": [call]},
-                {"role": "tool", "tool_call_id": "c1", "content": "main.py"},
-                {"role": "assistant", "content": "Fixed. KeyError: email is gone."},
-            ]
-        },
-        headers=keys.write,
+    batch = {
+        "messages": [
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": "c1", "content": "main.py"},
+            {"role": "assistant", "content": "Fixed. KeyError: email is gone."},
+        ]
+    }
+    # Under an idempotency key, twice: the claim, the answer stored, then the replay.
+    for _ in range(2):
+        await http.post(
+            f"/v1/sessions/{sid}/messages:batch",
+            json=batch,
+            headers={**keys.write, "Idempotency-Key": f"batch-{sid}"},
+        )
+    await asyncio.gather(
+        *(
+            http.post(
+                f"/v1/sessions/{sid}/messages",
+                json={"role": "user", "content": f"keyed {n}"},
+                headers={**keys.write, "Idempotency-Key": f"single-{sid}-{n}"},
+            )
+            for n in range(3)
+        )
     )
+    await http.post(
+        f"/v1/sessions/{sid}/commit",
+        json={"keep_recent_count": 2},
+        headers={**keys.write, "Idempotency-Key": f"commit-{sid}"},
+    )
+    admin = keys.headers(keys.admin)
+    issued = await http.post("/v1/keys", json={"role": "reader"}, headers=admin)
+    await http.get("/v1/keys", headers=admin)
+    await http.delete(f"/v1/keys/{issued.json()['api_key_id']}", headers=admin)
     for _ in range(2):
         await http.post(
             f"/v1/sessions/{sid}/commit",

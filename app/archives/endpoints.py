@@ -9,8 +9,7 @@ from __future__ import annotations
 import uuid
 from typing import Annotated
 
-from fastapi import APIRouter, Path, Query, status
-from fastapi.responses import JSONResponse
+from fastapi import APIRouter, Path, Query, Response, status
 
 from app.archives import flows
 from app.archives.schemas import (
@@ -24,12 +23,20 @@ from app.archives.schemas import (
 )
 from app.archives.service import ArchiveService
 from app.archives.working_memory import WorkingMemory
-from app.deps import DatabaseDep, SettingsDep, WorkerDep
+from app.deps import DatabaseDep, RequestKeyDep, SettingsDep, WorkerDep
 from app.errors import InvalidInput
+from app.idempotency.responses import JSON, answered
 from app.tenancy.auth import Reader, Writer
+from app.web.problems import TENANT_ROUTE, WITH_BODY, problems
+from app.web.requests import StrictJsonRoute
 from app.wm.sections import section_for
 
-router = APIRouter(prefix="/v1/sessions", tags=["archives"])
+router = APIRouter(
+    prefix="/v1/sessions",
+    tags=["archives"],
+    route_class=StrictJsonRoute,
+    responses=problems(*TENANT_ROUTE),
+)
 
 INT32_MAX = 2**31 - 1
 SEQ_MAX = 2**63 - 1
@@ -41,7 +48,10 @@ ArchiveSeq = Annotated[int, Path(ge=1, le=INT32_MAX)]
 @router.post(
     "/{agent_session_id}/commit",
     response_model=CommitRead,
-    responses={202: {"model": CommitRead, "description": "accepted, or still running"}},
+    responses={
+        202: {"model": CommitRead, "description": "accepted, or still running"},
+        **problems(404, 409, *WITH_BODY),
+    },
 )
 async def commit(
     agent_session_id: uuid.UUID,
@@ -49,18 +59,46 @@ async def commit(
     database: DatabaseDep,
     settings: SettingsDep,
     worker: WorkerDep,
+    request_key: RequestKeyDep,
     body: CommitCreate | None = None,
-) -> JSONResponse:
+) -> Response:
     body = body or CommitCreate()
+    wait = body.wait
+
+    def render(result: flows.CommitResult) -> tuple[int, bytes]:
+        read, code = commit_read(result, wait=wait)
+        return code, read.model_dump_json().encode()
+
+    timeout_s = body.wait_timeout_s or settings.commit_wait_timeout_s
+    if request_key is not None:
+        return answered(
+            await flows.commit_once(
+                database,
+                worker,
+                principal,
+                agent_session_id,
+                keep=body.keep_recent_count,
+                wait=wait,
+                timeout_s=timeout_s,
+                request=request_key,
+                render=render,
+            )
+        )
     result = await flows.commit(
         database,
         worker,
         principal,
         agent_session_id,
         keep=body.keep_recent_count,
-        wait=body.wait,
-        timeout_s=body.wait_timeout_s or settings.commit_wait_timeout_s,
+        wait=wait,
+        timeout_s=timeout_s,
     )
+    code, data = render(result)
+    return Response(data, status_code=code, media_type=JSON)
+
+
+def commit_read(result: flows.CommitResult, *, wait: bool) -> tuple[CommitRead, int]:
+    """A commit's answer and its status: 200 skipped or finished, 202 accepted or running."""
     outcome, archive = result.outcome, result.archive
     if archive is None:
         skipped = CommitRead(
@@ -71,10 +109,10 @@ async def commit(
             pending_tokens=outcome.pending_tokens,
             live_message_count=outcome.live_message_count,
         )
-        return JSONResponse(skipped.model_dump(mode="json"), status_code=status.HTTP_200_OK)
+        return skipped, status.HTTP_200_OK
     finished = archive.status.is_finished
     read = CommitRead(
-        status=(archive.status.value if finished else "running") if body.wait else "accepted",
+        status=(archive.status.value if finished else "running") if wait else "accepted",
         archive=ArchiveRead.from_row(archive),
         working_memory=None
         if result.working_memory is None
@@ -82,11 +120,11 @@ async def commit(
         pending_tokens=outcome.pending_tokens,
         live_message_count=outcome.live_message_count,
     )
-    code = status.HTTP_200_OK if body.wait and finished else status.HTTP_202_ACCEPTED
-    return JSONResponse(read.model_dump(mode="json"), status_code=code)
+    code = status.HTTP_200_OK if wait and finished else status.HTTP_202_ACCEPTED
+    return read, code
 
 
-@router.get("/{agent_session_id}/archives")
+@router.get("/{agent_session_id}/archives", responses=problems(404, 422))
 async def list_archives(
     agent_session_id: uuid.UUID,
     principal: Reader,
@@ -103,7 +141,7 @@ async def list_archives(
     )
 
 
-@router.get("/{agent_session_id}/archives/{archive_seq:int}")
+@router.get("/{agent_session_id}/archives/{archive_seq:int}", responses=problems(404, 422))
 async def expand_archive(
     agent_session_id: uuid.UUID,
     archive_seq: ArchiveSeq,
@@ -121,7 +159,9 @@ async def expand_archive(
     return ArchiveExpanded.from_expanded(expanded)
 
 
-@router.post("/{agent_session_id}/archives/{archive_seq:int}:retry")
+@router.post(
+    "/{agent_session_id}/archives/{archive_seq:int}:retry", responses=problems(404, 409, 422)
+)
 async def retry_archive(
     agent_session_id: uuid.UUID,
     archive_seq: ArchiveSeq,
@@ -135,7 +175,7 @@ async def retry_archive(
     return ArchiveRead.from_row(archive)
 
 
-@router.get("/{agent_session_id}/working-memory")
+@router.get("/{agent_session_id}/working-memory", responses=problems(404, 422))
 async def working_memory(
     agent_session_id: uuid.UUID, principal: Reader, database: DatabaseDep
 ) -> WorkingMemoryRead:
@@ -150,7 +190,7 @@ async def working_memory(
     return WorkingMemoryRead.from_value(current or WorkingMemory.empty(), produced)
 
 
-@router.get("/{agent_session_id}/working-memory/history")
+@router.get("/{agent_session_id}/working-memory/history", responses=problems(404, 422))
 async def working_memory_history(
     agent_session_id: uuid.UUID,
     principal: Reader,

@@ -87,6 +87,13 @@ class ArchiveJobService:
             raise LeaseLost(f"archive {claim.archive_seq} is not held by this attempt")
         return archive
 
+    async def renew(self, claim: Claim, *, lease_s: float) -> None:
+        """The heartbeat: the lease runs ``lease_s`` from now; ``LeaseLost`` if it is gone."""
+        if not await self.archives.renew_lease(
+            claim.agent_session_id, claim.archive_seq, attempt=claim.attempt, lease_s=lease_s
+        ):
+            raise LeaseLost(f"archive {claim.archive_seq} is not held by this attempt")
+
     async def status(self, agent_session_id: uuid.UUID, archive_seq: int) -> ArchiveStatus:
         archive = await self.archives.get(agent_session_id, archive_seq)
         if archive is None:

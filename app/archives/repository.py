@@ -426,6 +426,24 @@ class ArchiveRepository:
             .values(**values)
         )
 
+    async def renew_lease(
+        self, agent_session_id: uuid.UUID, archive_seq: int, *, attempt: int, lease_s: float
+    ) -> bool:
+        """Extend a running archive's lease, if it is still this attempt's."""
+        result = await self.db.execute(
+            update(Archive)
+            .where(
+                Archive.tenant_id == self.scope.tenant_id,
+                Archive.agent_session_id == agent_session_id,
+                Archive.archive_seq == archive_seq,
+                Archive.status == ArchiveStatus.RUNNING,
+                Archive.attempt == attempt,
+            )
+            .values(lease_until=func.now() + func.make_interval(0, 0, 0, 0, 0, 0, lease_s))
+            .returning(Archive.archive_seq)
+        )
+        return result.first() is not None
+
     async def reschedule(
         self, agent_session_id: uuid.UUID, archive_seq: int, *, delay_s: float, **values: Any
     ) -> None:

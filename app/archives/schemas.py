@@ -22,9 +22,10 @@ from app.sessions.schemas import MessageRead
 
 class CommitCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    keep_recent_count: int | None = Field(default=None, ge=0, le=10_000)
-    wait: bool = False
-    wait_timeout_s: float | None = Field(default=None, gt=0, le=600)
+    # Strict: "5" or true is a client's mistake to report, not a number to guess.
+    keep_recent_count: int | None = Field(default=None, ge=0, le=10_000, strict=True)
+    wait: bool = Field(default=False, strict=True)
+    wait_timeout_s: float | None = Field(default=None, gt=0, le=600, strict=True)
 
 
 class DecisionRead(BaseModel):

@@ -2,9 +2,11 @@
 
 A job is an edge: it opens a short transaction to claim, another to read its input, calls the
 model, extracts long-term memories and embeds them with no transaction open, then writes the
-result in one transaction that re-checks the lease (DESIGN 6.2). Used by the in-process worker
-of ``workmem serve``, by ``workmem worker`` processes, and by ``commit?wait=true`` to drain one
-agent session.
+result in one transaction that re-checks the lease (DESIGN 6.2). While it works, a heartbeat
+renews the lease every third of it, so leases are short and the archive of a worker that died
+is claimable again within one lease. Used by the in-process worker of ``workmem serve``, by
+``workmem worker`` processes, and by ``commit?wait=true`` to drain one agent session. Between
+archives, workers also purge expired idempotency keys.
 """
 
 from __future__ import annotations
@@ -27,8 +29,16 @@ from app.archives.jobs import ArchiveJobService, LeaseLost
 from app.archives.repository import Claim
 from app.db import Database
 from app.errors import Unavailable
+from app.idempotency.service import purge_expired
 from app.llm.ports import PermanentModelError, TransientModelError
 from app.memories.extraction import MemoryExtractor
+from app.metrics import (
+    ARCHIVE_RETRIES,
+    ARCHIVES_FINISHED,
+    GENERATORS,
+    PHASE2_DURATION,
+    record_decisions,
+)
 from app.models import ArchiveStatus
 
 logger = logging.getLogger(__name__)
@@ -39,11 +49,19 @@ OFFLINE_MEMORIES = MemoryExtractor.offline()
 
 @dataclass(frozen=True, slots=True)
 class WorkerConfig:
-    lease_s: float = 300.0
+    lease_s: float = 30.0
     max_attempts: int = 5
     poll_s: float = 1.0
     backoff_base_s: float = 2.0
     backoff_max_s: float = 300.0
+    idempotency_ttl_s: float = 24 * 3600.0
+    purge_every_s: float = 300.0
+
+    @property
+    def heartbeat_s(self) -> float:
+        """How often a running archive's lease is renewed: three beats may fail in a row
+        before another worker can claim it."""
+        return self.lease_s / 3
 
 
 class ArchiveWorker:
@@ -65,6 +83,7 @@ class ArchiveWorker:
         self.name = name or f"worker-{uuid.uuid4().hex[:8]}"
         self.wakeup = asyncio.Event()
         self._detached: set[asyncio.Task[Claim | None]] = set()
+        self._purged_at = time.monotonic()
 
     def backoff_s(self, attempt: int) -> float:
         delay = min(self.config.backoff_max_s, self.config.backoff_base_s * 2.0 ** (attempt - 1))
@@ -90,6 +109,7 @@ class ArchiveWorker:
                 await _wait(stop, min(30.0, 0.5 * 2**failures))
                 continue
             if claimed is None:
+                await self._purge_when_due()
                 self.wakeup.clear()
                 await _wait_any(stop, self.wakeup, self.config.poll_s)
 
@@ -134,6 +154,18 @@ class ArchiveWorker:
 
     async def process(self, claim: Claim) -> None:
         started = time.perf_counter()
+        heartbeat = asyncio.create_task(self._heartbeat(claim))
+        try:
+            outcome = await self._process(claim)
+        finally:
+            heartbeat.cancel()
+            await asyncio.gather(heartbeat, return_exceptions=True)
+        PHASE2_DURATION.labels(outcome).observe(time.perf_counter() - started)
+
+    async def _process(self, claim: Claim) -> str:
+        """Phase 2 of one claimed archive; its outcome (``done``, ``retry``, ``failed``,
+        ``lease_lost``) for the metrics."""
+        started = time.perf_counter()
         stage = "load"
         try:
             async with self.database.tenant(claim.tenant_id) as db:
@@ -151,17 +183,21 @@ class ArchiveWorker:
                 )
         except LeaseLost:
             logger.warning("lease lost; another worker owns the archive", extra=_ids(claim))
-            return
+            return "lease_lost"
         except PermanentModelError as error:
             await self._fail(claim, stage, str(error))
-            return
+            return "failed"
         except (TransientModelError, Unavailable, sa_exc.DBAPIError, OSError) as error:
-            await self._retry_or_fail(claim, stage, str(error) or type(error).__name__)
-            return
+            return await self._retry_or_fail(claim, stage, str(error) or type(error).__name__)
         except Exception as error:
             logger.exception("archive processing failed", extra=_ids(claim))
-            await self._retry_or_fail(claim, stage, f"{type(error).__name__}: {error}"[:500])
-            return
+            return await self._retry_or_fail(claim, stage, f"{type(error).__name__}: {error}"[:500])
+        ARCHIVES_FINISHED.labels("done").inc()
+        GENERATORS.labels(generated.generator).inc()
+        record_decisions(
+            (None if d.guard is None else d.guard.value, d.reason.value)
+            for d in generated.result.decisions
+        )
         logger.info(
             "archive done",
             extra={
@@ -170,11 +206,44 @@ class ArchiveWorker:
                 "duration_ms": round((time.perf_counter() - started) * 1000, 1),
             },
         )
+        return "done"
 
-    async def _retry_or_fail(self, claim: Claim, stage: str, message: str) -> None:
+    async def _heartbeat(self, claim: Claim) -> None:
+        """Renew the claim's lease every ``heartbeat_s`` until cancelled. A beat that fails
+        (the database is away) is tried again at the next; a lease found lost stops it, and
+        the write at the end finds it lost too."""
+        while True:
+            await asyncio.sleep(self.config.heartbeat_s)
+            try:
+                async with self.database.tenant(claim.tenant_id) as db:
+                    await ArchiveJobService(db, claim.tenant_id).renew(
+                        claim, lease_s=self.config.lease_s
+                    )
+            except LeaseLost:
+                return
+            except (Unavailable, sa_exc.DBAPIError, OSError) as error:
+                logger.warning(
+                    "lease not renewed", extra={**_ids(claim), "error": type(error).__name__}
+                )
+
+    async def _purge_when_due(self) -> None:
+        if time.monotonic() - self._purged_at < self.config.purge_every_s:
+            return
+        self._purged_at = time.monotonic()
+        try:
+            async with self.database.unscoped() as db:
+                purged = await purge_expired(db, ttl_s=self.config.idempotency_ttl_s)
+        except (Unavailable, sa_exc.DBAPIError, OSError) as error:
+            logger.warning("idempotency keys not purged", extra={"error": type(error).__name__})
+            return
+        if purged:
+            logger.info("expired idempotency keys purged", extra={"purged": purged})
+
+    async def _retry_or_fail(self, claim: Claim, stage: str, message: str) -> str:
         if claim.attempt >= self.config.max_attempts:
             await self._fail(claim, stage, f"{message} (after {claim.attempt} attempts)")
-            return
+            return "failed"
+        ARCHIVE_RETRIES.inc()
         delay = self.backoff_s(claim.attempt)
         logger.warning("archive will be retried", extra={**_ids(claim), "delay_s": round(delay, 2)})
         try:
@@ -185,8 +254,10 @@ class ArchiveWorker:
         except (Unavailable, sa_exc.DBAPIError, LeaseLost):
             # The lease expires by itself; the archive becomes claimable again.
             logger.warning("could not reschedule; the lease will expire", extra=_ids(claim))
+        return "retry"
 
     async def _fail(self, claim: Claim, stage: str, message: str) -> None:
+        ARCHIVES_FINISHED.labels("failed").inc()
         logger.warning("archive failed", extra={**_ids(claim), "stage": stage})
         try:
             async with self.database.tenant(claim.tenant_id) as db:

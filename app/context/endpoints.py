@@ -25,8 +25,15 @@ from app.deps import DatabaseDep, EmbedderDep, SettingsDep, WorkerDep
 from app.errors import InvalidInput
 from app.memories.service import RECALL_LIMIT, embed_query
 from app.tenancy.auth import Reader, Writer
+from app.web.problems import TENANT_ROUTE, problems
+from app.web.requests import StrictJsonRoute
 
-router = APIRouter(prefix="/v1/sessions", tags=["context"])
+router = APIRouter(
+    prefix="/v1/sessions",
+    tags=["context"],
+    route_class=StrictJsonRoute,
+    responses=problems(*TENANT_ROUTE, 404, 422),
+)
 
 
 async def context_budget(

@@ -23,13 +23,20 @@ from app.memories.schemas import (
 )
 from app.memories.service import MemoryService, embed_query
 from app.tenancy.auth import Reader, Writer
+from app.web.problems import TENANT_ROUTE, problems
+from app.web.requests import StrictJsonRoute
 
-router = APIRouter(prefix="/v1/memories", tags=["memories"])
+router = APIRouter(
+    prefix="/v1/memories",
+    tags=["memories"],
+    route_class=StrictJsonRoute,
+    responses=problems(*TENANT_ROUTE),
+)
 
 MAX_QUERY_CHARS = 2000
 
 
-@router.get("/search")
+@router.get("/search", responses=problems(422))
 async def search_memories(
     principal: Reader,
     database: DatabaseDep,
@@ -67,7 +74,7 @@ async def search_memories(
     )
 
 
-@router.get("")
+@router.get("", responses=problems(422))
 async def list_memories(
     principal: Reader,
     database: DatabaseDep,
@@ -91,13 +98,13 @@ async def list_memories(
     return MemoryPage(items=[MemoryRead.from_value(row) for row in rows], next_cursor=next_cursor)
 
 
-@router.get("/{memory_id}")
+@router.get("/{memory_id}", responses=problems(404, 422))
 async def get_memory(memory_id: uuid.UUID, principal: Reader, database: DatabaseDep) -> MemoryRead:
     async with database.tenant(principal.tenant_id) as db:
         return MemoryRead.from_value(await MemoryService(db, principal).get(memory_id))
 
 
-@router.delete("/{memory_id}", status_code=status.HTTP_204_NO_CONTENT)
+@router.delete("/{memory_id}", status_code=status.HTTP_204_NO_CONTENT, responses=problems(404, 422))
 async def delete_memory(memory_id: uuid.UUID, principal: Writer, database: DatabaseDep) -> Response:
     """Forget a memory (a user's erasure): the row, its vector and its text are removed; its
     events remain with ids only, and a DELETE event is added."""
@@ -106,7 +113,7 @@ async def delete_memory(memory_id: uuid.UUID, principal: Writer, database: Datab
     return Response(status_code=status.HTTP_204_NO_CONTENT)
 
 
-@router.get("/{memory_id}/events")
+@router.get("/{memory_id}/events", responses=problems(404, 422))
 async def memory_events(
     memory_id: uuid.UUID, principal: Reader, database: DatabaseDep
 ) -> MemoryEventPage:

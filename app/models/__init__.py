@@ -2,6 +2,7 @@
 
 from app.models.archives import Archive, ArchiveStatus, WmSectionVersion
 from app.models.audit import AuditorLogin
+from app.models.idempotency import IdempotencyKey
 from app.models.memories import Memory, MemoryEvent
 from app.models.sessions import AgentSession, Message
 from app.models.tenancy import ApiKey, Tenant
@@ -12,6 +13,7 @@ __all__ = [
     "Archive",
     "ArchiveStatus",
     "AuditorLogin",
+    "IdempotencyKey",
     "Memory",
     "MemoryEvent",
     "Message",

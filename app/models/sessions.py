@@ -19,7 +19,6 @@ from sqlalchemy import (
     Integer,
     String,
     Text,
-    UniqueConstraint,
     text,
 )
 from sqlalchemy.dialects.postgresql import UUID
@@ -32,7 +31,17 @@ from app.models.types import CreatedAt
 class AgentSession(Base):
     __tablename__ = "agent_sessions"
     __table_args__ = (
-        UniqueConstraint("tenant_id", "external_id"),
+        # A client's name for an agent session is unique per tenant and user (NULL user: one
+        # more namespace), so a key bound to one user never learns another user's names.
+        Index(
+            "uq_agent_sessions_tenant_id_user_id_external_id",
+            "tenant_id",
+            "user_id",
+            "external_id",
+            unique=True,
+            postgresql_where=text("external_id IS NOT NULL"),
+            postgresql_nulls_not_distinct=True,
+        ),
         Index(
             "ix_agent_sessions_tenant_id_created_at", "tenant_id", "created_at", "agent_session_id"
         ),
@@ -63,6 +72,8 @@ class AgentSession(Base):
     total_tokens: Mapped[int] = mapped_column(BigInteger, server_default=text("0"))
     archived_tokens: Mapped[int] = mapped_column(BigInteger, server_default=text("0"))
     archive_count: Mapped[int] = mapped_column(Integer, server_default=text("0"))
+    stored_bytes: Mapped[int] = mapped_column(BigInteger, server_default=text("0"))
+    """JSON bytes of the messages and their metadata, kept by the append (stored-bytes quota)."""
     created_at: Mapped[CreatedAt]
     updated_at: Mapped[CreatedAt]
 

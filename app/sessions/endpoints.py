@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Response, status
-from pydantic import BaseModel
+from pydantic import AfterValidator, BaseModel
 
 from app.config import Settings
-from app.deps import DatabaseDep, GroupCommitDep, SettingsDep
-from app.sessions.group_commit import GroupCommit
+from app.deps import DatabaseDep, GroupCommitDep, LimitsDep, RequestKeyDep, SettingsDep
+from app.idempotency.keys import RequestKey
+from app.idempotency.responses import JSON, answered
+from app.idempotency.service import Answer
+from app.limits.service import TenantLimits
+from app.sessions.group_commit import GroupCommit, Keyed, append_keyed
 from app.sessions.schemas import (
     AgentSessionCreate,
     AgentSessionPage,
@@ -27,34 +32,61 @@ from app.sessions.service import (
     AppendOutcome,
     Limits,
     append_prepared,
-    prepare_append,
+    prepare_append_off_loop,
 )
 from app.tenancy.auth import Reader, Writer
+from app.validation import require_storable
+from app.web.problems import TENANT_ROUTE, WITH_BODY, problems
+from app.web.requests import StrictJsonRoute
 
-router = APIRouter(prefix="/v1/sessions", tags=["sessions"])
+router = APIRouter(
+    prefix="/v1/sessions",
+    tags=["sessions"],
+    route_class=StrictJsonRoute,
+    responses=problems(*TENANT_ROUTE),
+)
+
+
+def _storable_label(value: str | None) -> str | None:
+    require_storable(value)
+    return value
+
+
+Label = Annotated[
+    str | None,
+    Query(min_length=1, max_length=256, description="exact match"),
+    AfterValidator(_storable_label),
+]
 
 
 def limits(settings: Settings) -> Limits:
     return Limits.from_settings(settings)
 
 
-@router.post("", status_code=status.HTTP_201_CREATED)
+@router.post("", status_code=status.HTTP_201_CREATED, responses=problems(409, *WITH_BODY))
 async def create_agent_session(
-    body: AgentSessionCreate, principal: Writer, database: DatabaseDep, settings: SettingsDep
+    body: AgentSessionCreate,
+    principal: Writer,
+    database: DatabaseDep,
+    settings: SettingsDep,
+    tenant_limits: LimitsDep,
 ) -> AgentSessionRead:
+    await tenant_limits.check_quotas(database, principal, new_sessions=1)
     async with database.tenant(principal.tenant_id) as db:
         row = await AgentSessionService(db, principal, limits(settings)).create(body)
-        return AgentSessionRead.from_row(row)
+        read = AgentSessionRead.from_row(row)
+    tenant_limits.record(principal.tenant_id, sessions=1)
+    return read
 
 
-@router.get("")
+@router.get("", responses=problems(422))
 async def list_agent_sessions(
     principal: Reader,
     database: DatabaseDep,
-    user_id: str | None = None,
-    agent_id: str | None = None,
-    external_id: str | None = None,
-    cursor: str | None = None,
+    user_id: Label = None,
+    agent_id: Label = None,
+    external_id: Label = None,
+    cursor: Annotated[str | None, Query(max_length=512)] = None,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
 ) -> AgentSessionPage:
     async with database.tenant(principal.tenant_id) as db:
@@ -65,7 +97,7 @@ async def list_agent_sessions(
     return AgentSessionPage(items=items, next_cursor=next_cursor)
 
 
-@router.get("/{agent_session_id}")
+@router.get("/{agent_session_id}", responses=problems(404, 422))
 async def get_agent_session(
     agent_session_id: uuid.UUID, principal: Reader, database: DatabaseDep
 ) -> AgentSessionRead:
@@ -76,7 +108,9 @@ async def get_agent_session(
     return AgentSessionRead.from_row(row, newest)
 
 
-@router.delete("/{agent_session_id}", status_code=status.HTTP_204_NO_CONTENT)
+@router.delete(
+    "/{agent_session_id}", status_code=status.HTTP_204_NO_CONTENT, responses=problems(404, 422)
+)
 async def delete_agent_session(
     agent_session_id: uuid.UUID, principal: Writer, database: DatabaseDep
 ) -> Response:
@@ -92,28 +126,45 @@ async def _append(
     database: DatabaseDep,
     settings: Settings,
     group_commit: GroupCommit | None,
-) -> AppendOutcome:
-    # Validation and token counting first, with no connection held; then one statement, either
-    # a transaction of its own on an autocommit connection or a part of the next group commit.
-    prepared = prepare_append(messages, limits(settings))
+    tenant_limits: TenantLimits,
+    request_key: RequestKey | None,
+    render: Callable[[AppendOutcome], bytes],
+) -> Response:
+    tenant_limits.check_rate(principal.tenant_id, len(messages))
+    # Validation and token counting first, with no connection held (large messages in a worker
+    # thread); then one statement, either a transaction of its own on an autocommit connection
+    # or a part of the next group commit.
+    prepared = await prepare_append_off_loop(messages, limits(settings))
+    await tenant_limits.check_quotas(database, principal, new_bytes=prepared.stored_bytes)
+    keyed = None if request_key is None else Keyed(request_key, render)
+    settled: AppendOutcome | Answer
     if group_commit is not None:
-        return await group_commit.append(principal.scope, agent_session_id, prepared)
-    async with database.connection() as connection:
-        return await append_prepared(connection, principal.scope, agent_session_id, prepared)
+        settled = await group_commit.append(principal.scope, agent_session_id, prepared, keyed)
+    elif keyed is not None:
+        settled = await append_keyed(database, principal.scope, agent_session_id, prepared, keyed)
+    else:
+        async with database.connection() as connection:
+            settled = await append_prepared(connection, principal.scope, agent_session_id, prepared)
+    if isinstance(settled, Answer):
+        if not settled.replayed:
+            tenant_limits.record(principal.tenant_id, added_bytes=prepared.stored_bytes)
+        return answered(settled)
+    tenant_limits.record(principal.tenant_id, added_bytes=prepared.stored_bytes)
+    return Response(render(settled), status_code=status.HTTP_201_CREATED, media_type=JSON)
 
 
-def created(body: BaseModel) -> Response:
-    """A 201 with the body serialised once, by pydantic itself: the append path skips
-    FastAPI's re-validation of a response it has just built (the route declares the model)."""
-    return Response(
-        body.model_dump_json(), status_code=status.HTTP_201_CREATED, media_type="application/json"
-    )
+def rendered(body: BaseModel) -> bytes:
+    """An append's answer, serialised once by pydantic itself: the append path skips FastAPI's
+    re-validation of a response it has just built (the route declares the model). It cannot
+    fail: every value in it was bounded by validation before anything was stored."""
+    return body.model_dump_json().encode()
 
 
 @router.post(
     "/{agent_session_id}/messages",
     status_code=status.HTTP_201_CREATED,
     response_model=AppendResult,
+    responses=problems(404, 409, *WITH_BODY),
 )
 async def append_message(
     agent_session_id: uuid.UUID,
@@ -122,16 +173,30 @@ async def append_message(
     database: DatabaseDep,
     settings: SettingsDep,
     group_commit: GroupCommitDep,
+    tenant_limits: LimitsDep,
+    request_key: RequestKeyDep,
 ) -> Response:
-    outcome = await _append(agent_session_id, [body], principal, database, settings, group_commit)
-    return created(
-        AppendResult(
-            message=MessageRead.from_stored(
-                outcome.messages[0], archived_upto_seq=outcome.archived_upto_seq
-            ),
-            pending_tokens=outcome.pending_tokens,
-            live_message_count=outcome.live_message_count,
+    def render(outcome: AppendOutcome) -> bytes:
+        return rendered(
+            AppendResult(
+                message=MessageRead.from_stored(
+                    outcome.messages[0], archived_upto_seq=outcome.archived_upto_seq
+                ),
+                pending_tokens=outcome.pending_tokens,
+                live_message_count=outcome.live_message_count,
+            )
         )
+
+    return await _append(
+        agent_session_id,
+        [body],
+        principal,
+        database,
+        settings,
+        group_commit,
+        tenant_limits,
+        request_key,
+        render,
     )
 
 
@@ -139,6 +204,7 @@ async def append_message(
     "/{agent_session_id}/messages:batch",
     status_code=status.HTTP_201_CREATED,
     response_model=BatchAppendResult,
+    responses=problems(404, 409, *WITH_BODY),
 )
 async def append_messages(
     agent_session_id: uuid.UUID,
@@ -147,23 +213,35 @@ async def append_messages(
     database: DatabaseDep,
     settings: SettingsDep,
     group_commit: GroupCommitDep,
+    tenant_limits: LimitsDep,
+    request_key: RequestKeyDep,
 ) -> Response:
-    outcome = await _append(
-        agent_session_id, body.messages, principal, database, settings, group_commit
-    )
-    return created(
-        BatchAppendResult(
-            messages=[
-                MessageRead.from_stored(m, archived_upto_seq=outcome.archived_upto_seq)
-                for m in outcome.messages
-            ],
-            pending_tokens=outcome.pending_tokens,
-            live_message_count=outcome.live_message_count,
+    def render(outcome: AppendOutcome) -> bytes:
+        return rendered(
+            BatchAppendResult(
+                messages=[
+                    MessageRead.from_stored(m, archived_upto_seq=outcome.archived_upto_seq)
+                    for m in outcome.messages
+                ],
+                pending_tokens=outcome.pending_tokens,
+                live_message_count=outcome.live_message_count,
+            )
         )
+
+    return await _append(
+        agent_session_id,
+        body.messages,
+        principal,
+        database,
+        settings,
+        group_commit,
+        tenant_limits,
+        request_key,
+        render,
     )
 
 
-@router.get("/{agent_session_id}/messages")
+@router.get("/{agent_session_id}/messages", responses=problems(404, 422))
 async def read_messages(
     agent_session_id: uuid.UUID,
     principal: Reader,

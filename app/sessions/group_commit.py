@@ -7,13 +7,20 @@ every request only after that transaction committed. Appends of one agent sessio
 order of arrival. A failure of the shared transaction is retried append by append, so one
 append's failure never fails another's. Holds no rule of its own: each statement is the
 ordinary append (``service.append_prepared``).
+
+An append sent with an ``Idempotency-Key`` joins the group too: the group's transaction first
+claims the keys (in key order, before any agent session is locked, so two groups never wait on
+each other in a cycle), appends only for the keys it took, and stores each first answer before
+it commits; a key already answered is answered from what was stored.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,6 +28,9 @@ import psycopg
 
 from app.db import Database
 from app.errors import AppError
+from app.idempotency import service as idempotency
+from app.idempotency.keys import RequestKey
+from app.idempotency.service import Answer
 from app.sessions.service import (
     AppendOutcome,
     PreparedAppend,
@@ -33,12 +43,27 @@ from app.tenancy.principal import Scope
 logger = logging.getLogger(__name__)
 
 
+@dataclass(frozen=True, slots=True)
+class Keyed:
+    """An append's idempotency key, and how its answer is rendered (inside the transaction,
+    so the answer stored with the key is the one sent)."""
+
+    request: RequestKey
+    render: Callable[[AppendOutcome], bytes]
+    status_code: int = 201
+
+
+Settled = AppendOutcome | Answer
+"""What an append ends with: its outcome, or (with a key) its stored answer."""
+
+
 @dataclass(slots=True)
 class _Waiting:
     scope: Scope
     agent_session_id: uuid.UUID
     prepared: PreparedAppend
-    answer: asyncio.Future[AppendOutcome] = field(repr=False)
+    answer: asyncio.Future[Settled] = field(repr=False)
+    keyed: Keyed | None = None
 
 
 class GroupCommit:
@@ -51,12 +76,17 @@ class GroupCommit:
         self.appends = 0
 
     async def append(
-        self, scope: Scope, agent_session_id: uuid.UUID, prepared: PreparedAppend
-    ) -> AppendOutcome:
-        answer: asyncio.Future[AppendOutcome] = asyncio.get_running_loop().create_future()
-        self._waiting.append(_Waiting(scope, agent_session_id, prepared, answer))
+        self,
+        scope: Scope,
+        agent_session_id: uuid.UUID,
+        prepared: PreparedAppend,
+        keyed: Keyed | None = None,
+    ) -> Settled:
+        answer: asyncio.Future[Settled] = asyncio.get_running_loop().create_future()
+        self._waiting.append(_Waiting(scope, agent_session_id, prepared, answer, keyed))
         if self._flusher is None or self._flusher.done():
-            self._flusher = asyncio.create_task(self._flush_all())
+            # A context of its own: the flush serves many requests, its log lines none of them.
+            self._flusher = asyncio.create_task(self._flush_all(), context=contextvars.Context())
         return await answer
 
     async def close(self) -> None:
@@ -82,6 +112,9 @@ class GroupCommit:
         self.flushes += 1
         self.appends += len(batch)
         async with self.database.connection() as connection:
+            if any(item.keyed is not None for item in ordered):
+                await _settle_keyed(connection, ordered)
+                return
             if len(ordered) == 1:
                 # Alone: the statement is its own transaction, no BEGIN or COMMIT around it.
                 [item] = ordered
@@ -134,8 +167,120 @@ async def _alone(connection: psycopg.AsyncConnection[Any], item: _Waiting) -> Ap
     return await append_prepared(connection, item.scope, item.agent_session_id, item.prepared)
 
 
+async def append_keyed(
+    database: Database,
+    scope: Scope,
+    agent_session_id: uuid.UUID,
+    prepared: PreparedAppend,
+    keyed: Keyed,
+) -> Answer:
+    """One append with an idempotency key, in a transaction of its own (group commit off)."""
+    item = _Waiting(
+        scope, agent_session_id, prepared, asyncio.get_running_loop().create_future(), keyed
+    )
+    async with database.connection() as connection:
+        [result] = await _keyed_transaction(connection, [item])
+    if isinstance(result, AppError):
+        raise result
+    if not isinstance(result, Answer):  # an append with a key always ends with an answer
+        raise TypeError(f"an append with an idempotency key ended with {type(result).__name__}")
+    return result
+
+
+async def _settle_keyed(connection: psycopg.AsyncConnection[Any], ordered: list[_Waiting]) -> None:
+    """A group with idempotency keys: one transaction, else (when it fails) one per append."""
+    try:
+        results = await _keyed_transaction(connection, ordered)
+    except (AppError, psycopg.Error) as error:
+        if isinstance(error, psycopg.OperationalError):
+            raise
+        logger.info("a grouped append failed; retrying one by one", extra={"n": len(ordered)})
+        for item in ordered:
+            try:
+                [result] = await _keyed_transaction(connection, [item])
+            except (AppError, psycopg.Error) as own_error:
+                if isinstance(own_error, psycopg.OperationalError):
+                    raise
+                _settle(item, error=own_error)
+                continue
+            _settle_result(item, result)
+        return
+    for item, result in zip(ordered, results, strict=True):
+        _settle_result(item, result)
+
+
+async def _keyed_transaction(
+    connection: psycopg.AsyncConnection[Any], ordered: list[_Waiting]
+) -> list[Settled | AppError]:
+    """Claim the keys, append what is not answered yet, store the first answers; one
+    transaction, three pipelined round trips."""
+    results: dict[int, Settled | AppError] = {}
+    keyed = sorted(
+        ((index, item, item.keyed) for index, item in enumerate(ordered) if item.keyed),
+        key=lambda entry: entry[2].request.key,
+    )
+    taken: list[tuple[int, _Waiting, Keyed]] = []
+    async with connection.transaction():
+        async with connection.pipeline():
+            claims = [
+                await idempotency.start_claim(connection, item.scope.tenant_id, key.request)
+                for _, item, key in keyed
+            ]
+        for (index, item, key), cursors in zip(keyed, claims, strict=True):
+            try:
+                took, stored = await idempotency.finish_claim(cursors, key.request)
+            except AppError as error:  # the key was first used for another request
+                results[index] = error
+                continue
+            if took:
+                taken.append((index, item, key))
+            else:
+                results[index] = stored if stored is not None else idempotency.in_progress()
+        appending = [index for index in range(len(ordered)) if index not in results]
+        async with connection.pipeline():
+            started = [
+                await start_prepared(
+                    connection,
+                    ordered[index].scope,
+                    ordered[index].agent_session_id,
+                    ordered[index].prepared,
+                )
+                for index in appending
+            ]
+        for index, cursor in zip(appending, started, strict=True):
+            item = ordered[index]
+            try:
+                results[index] = await finish_prepared(cursor, item.agent_session_id, item.prepared)
+            except AppError as error:  # a missing agent session fails its own request only
+                results[index] = error
+        async with connection.pipeline():
+            for index, item, key in taken:
+                outcome = results[index]
+                if isinstance(outcome, AppendOutcome):
+                    body = key.render(outcome)
+                    await idempotency.send_answer(
+                        connection,
+                        item.scope.tenant_id,
+                        key.request,
+                        status_code=key.status_code,
+                        body=body,
+                    )
+                    results[index] = Answer(key.status_code, body, replayed=False)
+                else:
+                    # The write failed: the key is not spent, a retry does the work then.
+                    await idempotency.send_release(connection, item.scope.tenant_id, key.request)
+    return [results[index] for index in range(len(ordered))]
+
+
+def _settle_result(item: _Waiting, result: Settled | AppError) -> None:
+    if isinstance(result, AppError):
+        _settle(item, error=result)
+    else:
+        _settle(item, result)
+
+
 def _settle(
-    item: _Waiting, outcome: AppendOutcome | None = None, *, error: BaseException | None = None
+    item: _Waiting, outcome: Settled | None = None, *, error: BaseException | None = None
 ) -> None:
     if item.answer.done():  # the client went away; its append committed all the same
         return

@@ -116,7 +116,8 @@ class AgentSessionRepository:
         keep_recent_count: int,
         created_at: datetime | None = None,
     ) -> AgentSession | None:
-        """The new row, or ``None`` when ``external_id`` is already taken in this tenant."""
+        """The new row, or ``None`` when this user (or, for no user, the tenant's unbound
+        sessions) already has an agent session named ``external_id``."""
         values: dict[str, Any] = {
             "tenant_id": self.scope.tenant_id,
             "external_id": external_id,
@@ -130,10 +131,24 @@ class AgentSessionRepository:
         statement = (
             pg_insert(AgentSession)
             .values(**values)
-            .on_conflict_do_nothing(index_elements=["tenant_id", "external_id"])
+            .on_conflict_do_nothing(
+                index_elements=["tenant_id", "user_id", "external_id"],
+                index_where=AgentSession.external_id.is_not(None),
+            )
             .returning(AgentSession)
         )
         return (await self.db.execute(statement)).scalar_one_or_none()
+
+    async def usage(self) -> tuple[int, int]:
+        """The tenant's stored bytes and agent sessions (whatever the scope's user)."""
+        row = (
+            await self.db.execute(
+                select(func.coalesce(func.sum(AgentSession.stored_bytes), 0), func.count()).where(
+                    AgentSession.tenant_id == self.scope.tenant_id
+                )
+            )
+        ).one()
+        return int(row[0]), int(row[1])
 
     async def get(self, agent_session_id: uuid.UUID, *, lock: bool = False) -> AgentSession | None:
         statement = select(AgentSession).where(
@@ -143,15 +158,17 @@ class AgentSessionRepository:
             statement = statement.with_for_update()
         return (await self.db.execute(statement)).scalar_one_or_none()
 
-    async def get_by_external_id(self, external_id: str) -> AgentSession | None:
-        """By the tenant's unique ``external_id`` (one index lookup, whatever the tenant holds)."""
-        return (
-            await self.db.execute(
-                select(AgentSession).where(
-                    AgentSession.external_id == external_id, *self._visible()
-                )
-            )
-        ).scalar_one_or_none()
+    async def get_by_external_id(self, external_id: str) -> list[AgentSession]:
+        """The visible agent sessions named ``external_id``: at most one for a user-bound
+        scope (names are unique per user), at most two read for a tenant-wide one, which sees
+        every user's names (one index lookup, whatever the tenant holds)."""
+        statement = (
+            select(AgentSession)
+            .where(AgentSession.external_id == external_id, *self._visible())
+            .order_by(AgentSession.created_at)
+            .limit(2)
+        )
+        return list((await self.db.scalars(statement)).all())
 
     def _with_newest_archive(self) -> Any:
         # The newest archive is the one numbered archive_count: one index lookup per row, in the

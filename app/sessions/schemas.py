@@ -8,14 +8,43 @@ stored message never makes a later model call fail.
 from __future__ import annotations
 
 import uuid
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from app.models import AgentSession
 from app.sessions.records import MessageRole, NewestArchive, StoredMessage
-from app.validation import require_storable
+from app.sessions.shapes import PARTS_BY_ROLE, message_shapes
+from app.validation import require_json, require_storable
+
+MAX_UTC_OFFSET = timedelta(hours=15, minutes=59)
+"""The widest offset Postgres accepts in a timestamp."""
+
+
+def _storable_moment(moment: datetime | None) -> datetime | None:
+    """A client's time that Postgres and every reader can take: an offset within ±15:59 and,
+    in UTC, a year from 1 to 9999."""
+    offset = None if moment is None else moment.utcoffset()
+    if moment is None or offset is None:
+        return moment  # naive: already UTC
+    if abs(offset) > MAX_UTC_OFFSET:
+        raise ValueError("the UTC offset must be within ±15:59")
+    try:
+        moment.astimezone(UTC)
+    except OverflowError:
+        raise ValueError("the time is outside years 1 to 9999 in UTC") from None
+    return moment
+
+
+StorableMoment = Annotated[datetime | None, AfterValidator(_storable_moment)]
+
+
+def _bounded_json(value: Any) -> Any:
+    """Before any other validation: values nested too deep or numbers that are not finite are
+    refused as they arrive, so nothing later serializes them (and could fail) first."""
+    require_json(value)
+    return value
 
 
 class FunctionCallCreate(BaseModel):
@@ -65,6 +94,15 @@ class InputAudioPart(_Part):
 
 
 class FileRef(_Part):
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "anyOf": [
+                {"required": ["file_data"], "properties": {"file_data": {"type": "string"}}},
+                {"required": ["file_id"], "properties": {"file_id": {"type": "string"}}},
+            ]
+        },
+    )
     file_data: str | None = None
     file_id: str | None = None
     filename: str | None = None
@@ -91,10 +129,7 @@ ContentPart = Annotated[
 ]
 
 PART_TYPES_BY_ROLE: dict[str, frozenset[str]] = {
-    "system": frozenset({"text"}),
-    "user": frozenset({"text", "image_url", "input_audio", "file"}),
-    "assistant": frozenset({"text", "refusal"}),
-    "tool": frozenset({"text"}),
+    role: frozenset(parts) for role, parts in PARTS_BY_ROLE.items()
 }
 """Which content parts each role may carry in a chat-completions request."""
 
@@ -103,7 +138,9 @@ class MessageCreate(BaseModel):
     """A message to append: one message as OpenAI's chat API accepts it (unknown top-level
     fields are kept as sent), plus the optional ``metadata`` and ``created_at`` that are ours."""
 
-    model_config = ConfigDict(extra="allow")
+    # The per-role rules of ``_check_shape`` are stated in the schema too (``shapes``), so a
+    # client sees from the OpenAPI document alone which messages are refused.
+    model_config = ConfigDict(extra="allow", json_schema_extra=message_shapes)
 
     role: MessageRole
     content: str | list[ContentPart] | None = None
@@ -111,7 +148,15 @@ class MessageCreate(BaseModel):
     tool_calls: list[ToolCallCreate] | None = None
     tool_call_id: str | None = None
     metadata: dict[str, Any] | None = None
-    created_at: datetime | None = None
+    created_at: StorableMoment = Field(
+        default=None,
+        description="when it was said, if not now (offset within ±15:59; years 1 to 9999 in UTC)",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bounded(cls, data: Any) -> Any:
+        return _bounded_json(data)
 
     @model_validator(mode="after")
     def _check_shape(self) -> MessageCreate:
@@ -196,7 +241,12 @@ class AgentSessionCreate(BaseModel):
     user_id: str | None = Field(default=None, min_length=1, max_length=256)
     agent_id: str | None = Field(default=None, min_length=1, max_length=256)
     metadata: dict[str, Any] = Field(default_factory=dict)
-    keep_recent_count: int | None = Field(default=None, ge=0, le=10_000)
+    keep_recent_count: int | None = Field(default=None, ge=0, le=10_000, strict=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bounded(cls, data: Any) -> Any:
+        return _bounded_json(data)
 
     @model_validator(mode="after")
     def _storable(self) -> AgentSessionCreate:

@@ -7,7 +7,6 @@ current in O(1) per message (DESIGN 5). Flushes, never commits.
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -17,12 +16,19 @@ from typing import Any
 import psycopg
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.config import Settings
 from app.cursors import decode_cursor, encode_cursor
 from app.db import driver
-from app.errors import Conflict, Forbidden, InvalidInput, NotFound, PayloadTooLarge
+from app.errors import Conflict, Forbidden, NotFound
 from app.memories.service import MemoryService
 from app.models import AgentSession
+
+# What an append is prepared with, named here too: callers of the service import it from here.
+from app.sessions.prepare import OFF_LOOP_CHARACTERS as OFF_LOOP_CHARACTERS
+from app.sessions.prepare import Limits as Limits
+from app.sessions.prepare import PreparedAppend as PreparedAppend
+from app.sessions.prepare import check_metadata_size
+from app.sessions.prepare import prepare_append as prepare_append
+from app.sessions.prepare import prepare_append_off_loop as prepare_append_off_loop
 from app.sessions.records import NewestArchive, StoredMessage
 from app.sessions.repository import (
     AgentSessionRepository,
@@ -32,23 +38,6 @@ from app.sessions.repository import (
 )
 from app.sessions.schemas import AgentSessionCreate, MessageCreate
 from app.tenancy.principal import Principal, Scope
-from app.validation import find_unstorable
-from app.wm.tokens import message_text, message_tokens
-
-
-@dataclass(frozen=True, slots=True)
-class Limits:
-    max_message_bytes: int = 1024 * 1024
-    max_batch_messages: int = 500
-    default_keep_recent_count: int = 10
-
-    @classmethod
-    def from_settings(cls, settings: Settings) -> Limits:
-        return cls(
-            max_message_bytes=settings.max_message_bytes,
-            max_batch_messages=settings.max_batch_messages,
-            default_keep_recent_count=settings.default_keep_recent_count,
-        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +46,12 @@ class AppendOutcome:
     pending_tokens: int
     live_message_count: int
     archived_upto_seq: int
+
+
+@dataclass(frozen=True, slots=True)
+class TenantUsage:
+    stored_bytes: int
+    agent_sessions: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,54 +66,6 @@ def _utc(moment: datetime) -> datetime:
     if moment.tzinfo is None:
         return moment.replace(tzinfo=UTC)
     return moment.astimezone(UTC)
-
-
-@dataclass(frozen=True, slots=True)
-class PreparedAppend:
-    """Messages checked and measured, ready for the one statement that stores them."""
-
-    messages: tuple[MessageCreate, ...]
-    stored: tuple[dict[str, Any], ...]
-    """Each message in OpenAI format, as stored."""
-    token_counts: tuple[int, ...]
-    texts: tuple[str, ...]
-    """Plain text for search."""
-
-
-def prepare_append(messages: Sequence[MessageCreate], limits: Limits) -> PreparedAppend:
-    """Check every message (nothing is stored when one fails) and count its tokens once."""
-    if len(messages) > limits.max_batch_messages:
-        raise PayloadTooLarge(
-            f"at most {limits.max_batch_messages} messages per batch, got {len(messages)}"
-        )
-    stored: list[dict[str, Any]] = []
-    for index, message in enumerate(messages):
-        as_stored = message.openai_message()
-        bad_at = find_unstorable({"message": as_stored, "metadata": message.metadata})
-        if bad_at is not None:
-            raise InvalidInput(
-                "NUL characters and unpaired surrogates cannot be stored",
-                errors=[
-                    {
-                        "loc": ["body", index, *bad_at],
-                        "msg": "contains a NUL character or an unpaired surrogate",
-                        "type": "unstorable_text",
-                    }
-                ],
-            )
-        size = len(json.dumps(as_stored, ensure_ascii=False).encode())
-        if size > limits.max_message_bytes:
-            raise PayloadTooLarge(
-                f"message {index} is {size} bytes; the limit is "
-                f"{limits.max_message_bytes} bytes per message"
-            )
-        stored.append(as_stored)
-    return PreparedAppend(
-        messages=tuple(messages),
-        stored=tuple(stored),
-        token_counts=tuple(message_tokens(message) for message in stored),
-        texts=tuple(message_text(message) for message in stored),
-    )
 
 
 async def start_prepared(
@@ -201,6 +148,7 @@ class AgentSessionService:
         self, body: AgentSessionCreate, *, created_at: datetime | None = None
     ) -> AgentSession:
         """A new agent session; ``created_at`` keeps the time it began in another store."""
+        check_metadata_size(body.metadata, self.limits, what="the agent session")
         user_id = body.user_id
         if self.principal.user_id is not None:
             if user_id is not None and user_id != self.principal.user_id:
@@ -219,6 +167,12 @@ class AgentSessionService:
             raise Conflict(f"an agent session with external_id {body.external_id!r} exists")
         return row
 
+    async def usage(self) -> TenantUsage:
+        """What the tenant stores, for its quotas: a sum over its agent-session rows (their
+        ``stored_bytes`` is kept by the append), never over its messages."""
+        stored_bytes, agent_sessions = await self.agent_sessions.usage()
+        return TenantUsage(stored_bytes=stored_bytes, agent_sessions=agent_sessions)
+
     async def get(self, agent_session_id: uuid.UUID, *, lock: bool = False) -> AgentSession:
         row = await self.agent_sessions.get(agent_session_id, lock=lock)
         if row is None:
@@ -226,8 +180,18 @@ class AgentSessionService:
         return row
 
     async def find_by_external_id(self, external_id: str) -> AgentSession | None:
-        """The agent session a client named ``external_id``, if one is visible."""
-        return await self.agent_sessions.get_by_external_id(external_id)
+        """The agent session a client named ``external_id``, if one is visible.
+
+        Names are unique per user, so a tenant-wide key can see one name used by several
+        users: it must then say which (409), as it may know of all of them.
+        """
+        found = await self.agent_sessions.get_by_external_id(external_id)
+        if len(found) > 1:
+            raise Conflict(
+                f"several users have an agent session named {external_id!r}; use its id, "
+                "or a key bound to the user"
+            )
+        return found[0] if found else None
 
     async def get_by_external_id(self, external_id: str) -> AgentSession:
         """The agent session a client named ``external_id``; 404 when none is visible."""
@@ -240,17 +204,17 @@ class AgentSessionService:
         """The agent session a client named ``external_id``, created when there is none.
 
         Two first appends racing for one new name both end with the same row: the loser's insert
-        finds the name taken and reads the winner's. A name taken by an agent session this
-        credential cannot see (another user's, for a user-bound key) is a conflict, as in create.
+        finds the name taken and reads the winner's. Names are unique per user, so another
+        user's agent session of the same name is never found, nor in the way.
         """
-        found = await self.agent_sessions.get_by_external_id(external_id)
+        found = await self.find_by_external_id(external_id)
         if found is not None:
             return found
         body = AgentSessionCreate(external_id=external_id, keep_recent_count=keep_recent_count)
         try:
             return await self.create(body)
         except Conflict:
-            found = await self.agent_sessions.get_by_external_id(external_id)
+            found = await self.find_by_external_id(external_id)
             if found is None:
                 raise
             return found
@@ -302,7 +266,7 @@ class AgentSessionService:
     ) -> AppendOutcome:
         """Append messages atomically inside this service's transaction (imports, tests); the
         API's appends run the same statement on an autocommit connection (``append_prepared``)."""
-        prepared = prepare_append(messages, self.limits)
+        prepared = await prepare_append_off_loop(messages, self.limits)
         connection = await driver(self.db)
         return await append_prepared(connection, self.principal.scope, agent_session_id, prepared)
 

@@ -17,6 +17,7 @@ from fastapi import Depends, Request
 from app.config import Settings
 from app.db import Database
 from app.errors import Forbidden, Unauthenticated
+from app.observability import bind_tenant
 from app.tenancy import service
 from app.tenancy.principal import Principal
 
@@ -77,7 +78,9 @@ async def _principal_of(request: Request) -> Principal:
         raise Unauthenticated("send an API key as 'Authorization: Bearer wm_…' or 'X-API-Key'")
     if auth.is_operator_token(token):
         raise Forbidden("the operator token cannot read or write tenant data")
-    return await auth.principal(token)
+    principal = await auth.principal(token)
+    bind_tenant(principal.tenant_id)
+    return principal
 
 
 # Each dependency is one function of the request, not a chain of dependencies: resolving a

@@ -11,7 +11,7 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import text
+from sqlalchemy import func, insert, select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.models import ApiKey, Tenant
@@ -114,3 +114,54 @@ async def tenant_ids(db: AsyncSession) -> list[uuid.UUID]:
 async def schema_revision(db: AsyncSession) -> str | None:
     revision: str | None = await db.scalar(text("SELECT workmem_schema_revision()"))
     return revision
+
+
+# A tenant admin's own keys (``/v1/keys``): ordinary statements under the tenant's transaction,
+# where row-level security shows that tenant's keys only.
+
+
+async def tenant_keys(
+    db: AsyncSession, tenant_id: uuid.UUID, *, after: uuid.UUID | None, limit: int
+) -> list[ApiKey]:
+    statement = select(ApiKey).where(ApiKey.tenant_id == tenant_id)
+    if after is not None:
+        statement = statement.where(ApiKey.api_key_id > after)
+    statement = statement.order_by(ApiKey.api_key_id).limit(limit)
+    return list((await db.scalars(statement)).all())
+
+
+async def insert_tenant_key(
+    db: AsyncSession,
+    tenant_id: uuid.UUID,
+    *,
+    prefix: str,
+    secret_sha256: str,
+    role: str,
+    name: str | None,
+    user_id: str | None,
+) -> ApiKey:
+    statement = (
+        insert(ApiKey)
+        .values(
+            tenant_id=tenant_id,
+            prefix=prefix,
+            secret_sha256=secret_sha256,
+            role=role,
+            name=name,
+            user_id=user_id,
+        )
+        .returning(ApiKey)
+    )
+    return (await db.execute(statement)).scalar_one()
+
+
+async def revoke_tenant_key(
+    db: AsyncSession, tenant_id: uuid.UUID, api_key_id: uuid.UUID
+) -> ApiKey | None:
+    statement = (
+        update(ApiKey)
+        .where(ApiKey.tenant_id == tenant_id, ApiKey.api_key_id == api_key_id)
+        .values(revoked_at=func.coalesce(ApiKey.revoked_at, func.now()))
+        .returning(ApiKey)
+    )
+    return (await db.execute(statement)).scalar_one_or_none()

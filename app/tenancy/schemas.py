@@ -52,3 +52,10 @@ class ApiKeyRead(BaseModel):
 
 class ApiKeyIssued(ApiKeyRead):
     key: str = Field(description="the full key; shown once, only its hash is stored")
+
+
+class ApiKeyPage(BaseModel):
+    items: list[ApiKeyRead]
+    next_after: uuid.UUID | None = Field(
+        description="pass as after to read the next page; null at the end"
+    )

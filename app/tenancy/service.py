@@ -1,8 +1,9 @@
 """Tenant and API-key logic: issuing, revoking and verifying keys. Flushes, never commits.
 
-Every function here runs in an unscoped transaction (``Database.unscoped``) and reaches the
-tables only through the privileged functions of ``docs/operations.md``; nothing here reads
-tenant data.
+The operator's functions run in an unscoped transaction (``Database.unscoped``) and reach the
+tables only through the privileged functions of ``docs/operations.md``; ``TenantKeyService`` is
+a tenant admin's management of its own tenant's keys, in that tenant's transaction. Nothing here
+reads agent-session data.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import uuid
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.errors import NotFound
+from app.errors import Forbidden, NotFound
 from app.models import ApiKey, Tenant
 from app.tenancy import repository
 from app.tenancy.keys import generate_key, parse_key, secret_matches
@@ -80,3 +81,47 @@ async def tenant_ids(db: AsyncSession) -> list[uuid.UUID]:
 async def schema_revision(db: AsyncSession) -> str | None:
     """The database's migration revision (readiness)."""
     return await repository.schema_revision(db)
+
+
+class TenantKeyService:
+    """A tenant admin's own keys (DESIGN 10: ``/v1/keys``), in the tenant's transaction.
+
+    Only an admin key that is not bound to a user manages keys: managing them is tenant-wide.
+    """
+
+    def __init__(self, db: AsyncSession, principal: Principal) -> None:
+        if principal.role is not Role.ADMIN:
+            raise Forbidden("managing API keys needs an admin key")
+        if principal.user_id is not None:
+            raise Forbidden("a key bound to a user cannot manage the tenant's keys")
+        self.db = db
+        self.tenant_id = principal.tenant_id
+
+    async def page(
+        self, *, after: uuid.UUID | None, limit: int
+    ) -> tuple[list[ApiKey], uuid.UUID | None]:
+        rows = await repository.tenant_keys(self.db, self.tenant_id, after=after, limit=limit + 1)
+        if len(rows) <= limit:
+            return rows, None
+        return rows[:limit], rows[limit - 1].api_key_id
+
+    async def issue(
+        self, *, role: Role, name: str | None, user_id: str | None
+    ) -> tuple[ApiKey, str]:
+        issued = generate_key()
+        row = await repository.insert_tenant_key(
+            self.db,
+            self.tenant_id,
+            prefix=issued.prefix,
+            secret_sha256=issued.secret_sha256,
+            role=role.value,
+            name=name,
+            user_id=user_id,
+        )
+        return row, issued.plaintext
+
+    async def revoke(self, api_key_id: uuid.UUID) -> ApiKey:
+        row = await repository.revoke_tenant_key(self.db, self.tenant_id, api_key_id)
+        if row is None:
+            raise NotFound(f"API key {api_key_id} not found")
+        return row

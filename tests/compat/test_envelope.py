@@ -31,7 +31,7 @@ from app.errors import Conflict, InvalidInput, PayloadTooLarge, Unavailable
         (409, ErrorCode.CONFLICT, 409),
         (413, ErrorCode.INVALID_ARGUMENT, 400),
         (422, ErrorCode.INVALID_ARGUMENT, 400),
-        (429, ErrorCode.INVALID_ARGUMENT, 400),
+        (429, ErrorCode.UNAVAILABLE, 503),  # a per-tenant limit: its clients retry
         (500, ErrorCode.INTERNAL, 500),
         (502, ErrorCode.INTERNAL, 500),
         (503, ErrorCode.UNAVAILABLE, 503),

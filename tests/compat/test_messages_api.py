@@ -168,9 +168,11 @@ async def test_concurrent_first_messages_create_one_session(
     assert len(listed.json()["items"]) == 1
 
 
-async def test_a_name_taken_by_another_users_session_is_a_conflict(
+async def test_a_name_another_user_took_is_a_session_of_ones_own(
     database: Database, app_client: AppFactory
 ) -> None:
+    """Names are unique per user: a second user of the same name gets an agent session of
+    its own, and learns nothing about the first one's (no 409 that would reveal it)."""
     async with database.unscoped() as db:
         created = await tenancy.create_tenant(db, "two-users")
         _, alice = await tenancy.issue_key(db, created.tenant_id, role=Role.WRITER, user_id="alice")
@@ -183,18 +185,22 @@ async def test_a_name_taken_by_another_users_session_is_a_conflict(
                 f"{API}/sessions/shared-name/messages", json=user("a"), headers=as_alice
             )
         )
-        taken = await http.post(
+        own = await http.post(
             f"{API}/sessions/shared-name/messages", json=user("b"), headers=as_bob
         )
-        failed(taken, "CONFLICT", 409)
-        failed(await http.get(f"{API}/sessions/shared-name", headers=as_bob), "NOT_FOUND", 404)
+        assert ok(own)["message_count"] == 1
+        bobs = ok(await http.get(f"{API}/sessions/shared-name", headers=as_bob))
+        assert (bobs["total_message_count"], bobs["user"]["user_id"]) == (1, "bob")
         # OpenViking's identity headers name users too; they never widen what a key sees.
         widened = {
             **as_bob,
             "X-OpenViking-User": "alice",
             "X-OpenViking-Account": str(uuid.uuid4()),
         }
-        failed(await http.get(f"{API}/sessions/shared-name", headers=widened), "NOT_FOUND", 404)
-        assert ok(await http.get(f"{API}/sessions", headers=widened)) == []
+        seen = ok(await http.get(f"{API}/sessions/shared-name", headers=widened))
+        assert seen["user"]["user_id"] == "bob"
+        assert [
+            item["session_id"] for item in ok(await http.get(f"{API}/sessions", headers=widened))
+        ] == ["shared-name"]
         mine = ok(await http.get(f"{API}/sessions/shared-name", headers=as_alice))
         assert (mine["total_message_count"], mine["user"]["user_id"]) == (1, "alice")

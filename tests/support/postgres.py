@@ -43,8 +43,10 @@ class PostgresForTests:
             return cls(base_url=normalize_url(configured))
         from pgserver.postgres_server import get_server
 
+        from tests.support.clusters import register
+
         tmp = tempfile.TemporaryDirectory(prefix="wmpg")
-        server = get_server(Path(tmp.name) / "pg", cleanup_mode="delete")
+        server = get_server(register(Path(tmp.name) / "pg"), cleanup_mode="delete")
         return cls(base_url=normalize_url(server.get_uri("postgres")), _server=server, _tmp=tmp)
 
     def url(self, database: str) -> str:

@@ -172,6 +172,7 @@ TENANT_TABLES = [
     "tenants",
     "archives",
     "wm_section_versions",
+    "idempotency_keys",
 ]
 
 
@@ -194,7 +195,7 @@ async def test_rls_holds_when_the_code_forgets_its_filter(
         await client.post(
             f"/v1/sessions/{agent_session_id}/commit",
             json={"keep_recent_count": 0, "wait": True},
-            headers=keys.write,
+            headers={**keys.write, "Idempotency-Key": f"commit-{agent_session_id}"},
         )
     async with admin_database.unscoped() as db:
         everyone = set(

@@ -28,6 +28,8 @@ from app.compat.openviking.envelope import (
     validation_details,
 )
 from app.errors import AppError, field_errors
+from app.web.links import Link, document_links
+from app.web.problems import without_validation_422
 
 logger = logging.getLogger(__name__)
 
@@ -122,7 +124,38 @@ def create_openviking_app(is_unavailable: Callable[[BaseException], bool]) -> Fa
 
     api.include_router(router)
     api.include_router(tasks_router)
+    without_validation_422(api)
+    document_links(api, LINKS)
     return api
+
+
+LINKS = (
+    Link(
+        "post",
+        "/sessions",
+        ("200",),
+        "/sessions/",
+        {"session_id": "$response.body#/result/session_id"},
+    ),
+    Link(
+        "post",
+        "/sessions/{session_id}/commit",
+        ("200",),
+        "/tasks/",
+        {"task_id": "$response.body#/result/task_id"},
+    ),
+    Link(
+        "post",
+        "/sessions/{session_id}/commit",
+        ("200",),
+        "/sessions/{session_id}/archives/",
+        {
+            "session_id": "$request.path.session_id",
+            "archive_id": "$response.body#/result/archive_id",
+        },
+    ),
+)
+"""Which answer feeds which operation, stated in the document (``app.web.links``)."""
 
 
 def install(app: FastAPI, *, is_unavailable: Callable[[BaseException], bool]) -> None:

@@ -8,10 +8,12 @@ work is done by the same services as ``/v1``. Never imports a repository or the 
 
 from __future__ import annotations
 
+import json
 import uuid
 from typing import Annotated
 
 from fastapi import APIRouter, Path, Query, Response
+from pydantic import ValidationError
 
 from app.archives import flows
 from app.archives.schemas import ArchiveRead
@@ -43,15 +45,21 @@ from app.compat.openviking.schemas import (
 from app.context.budget import DEFAULT_TOKEN_BUDGET, MAX_TOKEN_BUDGET, plan_budget
 from app.context.fill import DEFAULT_FILL
 from app.context.service import ContextService
-from app.deps import DatabaseDep, SettingsDep, WorkerDep
-from app.errors import Forbidden, NotFound
+from app.deps import DatabaseDep, LimitsDep, SettingsDep, WorkerDep
+from app.errors import Forbidden, InvalidInput, NotFound, field_errors
+from app.limits.service import TenantLimits
 from app.sessions.schemas import AgentSessionCreate, AgentSessionRead, MessageCreate
 from app.sessions.service import AgentSessionService, AppendOutcome, Limits
 from app.tenancy.auth import Reader, Writer
 from app.tenancy.principal import Principal
+from app.web.requests import StrictJsonRoute
 
-router = APIRouter(prefix="/sessions", tags=["sessions"], responses=ERROR_RESPONSES)
-tasks_router = APIRouter(prefix="/tasks", tags=["tasks"], responses=ERROR_RESPONSES)
+router = APIRouter(
+    prefix="/sessions", tags=["sessions"], responses=ERROR_RESPONSES, route_class=StrictJsonRoute
+)
+tasks_router = APIRouter(
+    prefix="/tasks", tags=["tasks"], responses=ERROR_RESPONSES, route_class=StrictJsonRoute
+)
 
 NEW_SESSION_KEEP_RECENT = 0
 """OpenViking's sessions start with no keep window, so ``pending_tokens`` counts every message
@@ -80,8 +88,10 @@ async def create_session(
     principal: Writer,
     database: DatabaseDep,
     settings: SettingsDep,
+    tenant_limits: LimitsDep,
     body: SessionCreate | None = None,
 ) -> Envelope[SessionCreated]:
+    await tenant_limits.check_quotas(database, principal, new_sessions=1)
     session_id = (body.session_id if body is not None else None) or ids.new_session_id()
     create = AgentSessionCreate(external_id=session_id, keep_recent_count=NEW_SESSION_KEEP_RECENT)
     async with database.tenant(principal.tenant_id) as db:
@@ -160,18 +170,36 @@ async def _append(
     principal: Principal,
     database: DatabaseDep,
     settings: SettingsDep,
+    tenant_limits: TenantLimits,
 ) -> AppendOutcome:
     """Append in one transaction, creating the session first when it does not exist: a batch
     that fails validation stores nothing, not even the session."""
-    creates = [
-        MessageCreate.model_validate(stored)
-        for message in messages
-        for stored in to_openai(message)
-    ]
+    try:
+        creates = [
+            MessageCreate.model_validate(stored)
+            for message in messages
+            for stored in to_openai(message)
+        ]
+    except ValidationError as error:  # a rule only the OpenAI form of a message can break
+        raise InvalidInput(
+            "a message is not valid once in OpenAI's format", errors=field_errors(error.errors())
+        ) from error
+    tenant_limits.check_rate(principal.tenant_id, len(creates))
+    new_bytes = sum(len(json.dumps(create.openai_message())) for create in creates)
+    new_sessions = 0
+    if tenant_limits.quotas:
+        async with database.tenant(principal.tenant_id) as db:
+            exists = await AgentSessionService(db, principal).find_by_external_id(session_id)
+        new_sessions = 0 if exists is not None else 1
+    await tenant_limits.check_quotas(
+        database, principal, new_bytes=new_bytes, new_sessions=new_sessions
+    )
     async with database.tenant(principal.tenant_id) as db:
         service = AgentSessionService(db, principal, Limits.from_settings(settings))
         row = await service.get_or_create(session_id, keep_recent_count=NEW_SESSION_KEEP_RECENT)
-        return await service.append(row.agent_session_id, creates)
+        outcome = await service.append(row.agent_session_id, creates)
+    tenant_limits.record(principal.tenant_id, added_bytes=new_bytes, sessions=new_sessions)
+    return outcome
 
 
 @router.post("/{session_id}/messages")
@@ -181,8 +209,9 @@ async def add_message(
     principal: Writer,
     database: DatabaseDep,
     settings: SettingsDep,
+    tenant_limits: LimitsDep,
 ) -> Envelope[MessageAdded]:
-    outcome = await _append(session_id, [body], principal, database, settings)
+    outcome = await _append(session_id, [body], principal, database, settings, tenant_limits)
     return Envelope(
         result=MessageAdded(
             session_id=session_id,
@@ -199,8 +228,9 @@ async def add_messages(
     principal: Writer,
     database: DatabaseDep,
     settings: SettingsDep,
+    tenant_limits: LimitsDep,
 ) -> Envelope[MessagesAdded]:
-    outcome = await _append(session_id, body.messages, principal, database, settings)
+    outcome = await _append(session_id, body.messages, principal, database, settings, tenant_limits)
     return Envelope(
         result=MessagesAdded(
             session_id=session_id,

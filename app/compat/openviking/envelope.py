@@ -7,6 +7,7 @@ never decides when an error happens.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from enum import StrEnum
 from typing import Any, Final, Generic, Literal, TypeVar
@@ -49,7 +50,10 @@ _CODE_BY_STATUS: Final[Mapping[int, ErrorCode]] = {
 
 def code_for_status(status: int) -> ErrorCode:
     """The code of one of our statuses. OpenViking has no 405, 413 or 422: every other client
-    error is ``INVALID_ARGUMENT``, every other server error ``INTERNAL``."""
+    error is ``INVALID_ARGUMENT``, every other server error ``INTERNAL``; a per-tenant limit
+    (429) is ``UNAVAILABLE``, which its clients retry."""
+    if status == 429:
+        return ErrorCode.UNAVAILABLE
     found = _CODE_BY_STATUS.get(status)
     if found is not None:
         return found
@@ -112,4 +116,7 @@ def app_error_response(error: AppError) -> JSONResponse:
         details = {"resource": error.resource, "type": error.resource_type}
     elif error.errors is not None:
         details = validation_details(error.errors)
-    return error_response(code_for_status(error.status), error.detail, details)
+    response = error_response(code_for_status(error.status), error.detail, details)
+    if error.retry_after_s is not None:
+        response.headers["Retry-After"] = str(max(1, math.ceil(error.retry_after_s)))
+    return response

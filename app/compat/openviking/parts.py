@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping, Sequence
-from datetime import datetime
 from typing import Annotated, Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from app.compat.openviking.ids import message_id
 from app.sessions.records import StoredMessage
+from app.sessions.schemas import StorableMoment
 
 METADATA_KEY: Final = "openviking"
 """The key under a stored message's ``metadata`` that holds what the OpenAI format cannot."""
@@ -73,7 +73,7 @@ class MessageIn(BaseModel):
     role: Literal["user", "assistant"]
     content: str | None = None
     parts: list[Part] | None = None
-    created_at: datetime | None = None
+    created_at: StorableMoment = None
     peer_id: str | None = Field(default=None, max_length=256)
     turn_id: str | None = Field(default=None, max_length=256)
     message_kind: Literal["user_query", "assistant_step", "tool_transport", "checkpoint"] | None = (

@@ -68,6 +68,7 @@ class CommitIn(BaseModel):
         default=0,
         ge=0,
         le=KEEP_RECENT_MAX,
+        strict=True,
         description="newest live messages kept raw (OpenViking's default: 0, archive all)",
     )
 

@@ -1,0 +1,1 @@
+"""HTTP edges shared by every router: how request bodies are read and how errors are documented."""

@@ -1,0 +1,68 @@
+"""Short leases renewed by a heartbeat (defect 5): a long job keeps its archive; a crashed
+worker's archive is claimable again within one lease, not five minutes."""
+
+from __future__ import annotations
+
+import asyncio
+
+from app.archives import repository
+from app.archives.worker import ArchiveWorker, WorkerConfig
+from app.db import Database
+from tests.archives.test_commit import append, commit, user
+from tests.archives.test_worker import RecordingGenerator, archive_rows
+from tests.conftest import AppFactory, TenantKeys, make_tenant
+from tests.sessions.test_api import create_session
+
+SHORT = WorkerConfig(lease_s=1.5, max_attempts=3, poll_s=0.05, backoff_base_s=0, backoff_max_s=0)
+
+
+async def one_archive(database: Database, app_client: AppFactory) -> TenantKeys:
+    keys = await make_tenant(database)
+    async with app_client(database) as http:
+        agent_session_id = await create_session(http, keys)
+        await append(http, keys, agent_session_id, [user("a long job")])
+        await commit(http, keys, agent_session_id, keep_recent_count=0)
+    return keys
+
+
+def test_the_heartbeat_beats_three_times_a_lease() -> None:
+    assert WorkerConfig(lease_s=30).heartbeat_s == 10
+    assert SHORT.heartbeat_s == 0.5
+
+
+async def test_a_job_longer_than_its_lease_keeps_its_archive(
+    own_database: Database, app_client: AppFactory
+) -> None:
+    keys = await one_archive(own_database, app_client)
+    slow = ArchiveWorker(own_database, RecordingGenerator(delay_s=SHORT.lease_s * 3), SHORT)
+    other = ArchiveWorker(own_database, RecordingGenerator(), SHORT)
+    job = asyncio.create_task(slow.run_once())
+    while (await archive_rows(own_database, keys.tenant_id))[0]["status"] != "running":  # noqa: ASYNC110 - polling the database
+        await asyncio.sleep(0.02)
+    stolen = []
+    while not job.done():
+        claim = await other.run_once()
+        if claim is not None:
+            stolen.append(claim)
+        await asyncio.sleep(0.1)
+    assert (await job) is not None
+    assert stolen == [], "the renewed lease was never claimable"
+    [row] = await archive_rows(own_database, keys.tenant_id)
+    assert (row["status"], row["attempt"]) == ("done", 1)
+
+
+async def test_a_claim_without_heartbeats_is_claimable_after_one_lease(
+    own_database: Database, app_client: AppFactory
+) -> None:
+    keys = await one_archive(own_database, app_client)
+    async with own_database.unscoped() as db:  # a worker that claims, then dies
+        dead = await repository.claim_next(db, lease_s=SHORT.lease_s)
+    assert dead is not None
+    survivor = ArchiveWorker(own_database, RecordingGenerator(), SHORT)
+    assert await survivor.run_once() is None, "within the lease"
+    await asyncio.sleep(SHORT.lease_s + 0.5)
+    claim = await survivor.run_once()
+    assert claim is not None
+    assert claim.attempt == 2
+    [row] = await archive_rows(own_database, keys.tenant_id)
+    assert (row["status"], row["attempt"]) == ("done", 2)

@@ -1,0 +1,306 @@
+"""Isolation, probed from the OpenAPI documents themselves, so a new route is probed as soon as
+it exists: every operation of ``/openapi.json`` and ``/api/v1/openapi.json`` is sent
+
+- with another tenant's key, naming this tenant's objects,
+- with a key bound to another user of this tenant, naming this user's objects,
+- with each role (and the operator token, and no key) where that role may not act,
+
+and must answer exactly as for an object that does not exist (existence is never revealed),
+never 2xx on another's object, never list another's objects, and change nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import pytest
+
+from app.db import Database
+from tests.conftest import ADMIN_TOKEN, TenantKeys, make_tenant
+
+METHODS = ("get", "post", "put", "patch", "delete")
+OPERATIONS_ROUTES = ("/metrics", "/healthz", "/readyz", "/health")
+"""Routes that show no tenant's data and take no key."""
+WRITES = ("post", "put", "patch", "delete")
+OPERATOR = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+
+BODIES: dict[tuple[str, str], Any] = {
+    ("post", "/v1/admin/tenants"): {"name": "probe"},
+    ("post", "/v1/admin/tenants/{tenant_id}/api-keys"): {"role": "reader"},
+    ("post", "/v1/keys"): {"role": "reader"},
+    # The target's own name: taking it must look the same as taking a free one.
+    ("post", "/v1/sessions"): {"external_id": "{session_id}"},
+    ("post", "/v1/sessions/{agent_session_id}/messages"): {"role": "user", "content": "probe"},
+    ("post", "/v1/sessions/{agent_session_id}/messages:batch"): {
+        "messages": [{"role": "user", "content": "probe"}]
+    },
+    ("post", "/v1/sessions/{agent_session_id}/commit"): {"keep_recent_count": 0},
+    ("post", "/api/v1/sessions"): {"session_id": "probe-created"},
+    ("post", "/api/v1/sessions/{session_id}/messages"): {"role": "user", "content": "probe"},
+    ("post", "/api/v1/sessions/{session_id}/messages/batch"): {
+        "messages": [{"role": "user", "content": "probe"}]
+    },
+    ("post", "/api/v1/sessions/{session_id}/commit"): {"keep_recent_count": 0},
+}
+"""A valid body for each operation that takes one (a new such route must be added here)."""
+
+
+@dataclass
+class Objects:
+    """One tenant's objects that probes name: an agent session with a done archive, a key, a
+    long-term memory."""
+
+    keys: TenantKeys
+    agent_session_id: str
+    external_id: str
+    api_key_id: str
+    task_id: str
+    memory_id: str
+    message_count: int = 0
+
+    def path_values(self) -> dict[str, str]:
+        return {
+            "agent_session_id": self.agent_session_id,
+            "archive_seq": "1",
+            "api_key_id": self.api_key_id,
+            "tenant_id": str(self.keys.tenant_id),
+            "session_id": self.external_id,
+            "archive_id": "archive_001",
+            "task_id": self.task_id,
+            "memory_id": self.memory_id,
+        }
+
+
+def missing_values() -> dict[str, str]:
+    return {
+        "agent_session_id": str(uuid.uuid4()),
+        "archive_seq": "1",
+        "api_key_id": str(uuid.uuid4()),
+        "tenant_id": str(uuid.uuid4()),
+        "session_id": f"missing-{uuid.uuid4().hex[:8]}",
+        "archive_id": "archive_001",
+        "task_id": f"{uuid.uuid4()}:1",
+        "memory_id": str(uuid.uuid4()),
+    }
+
+
+async def objects_of(
+    http: httpx.AsyncClient, keys: TenantKeys, *, user_key: str | None = None
+) -> Objects:
+    writer = {"Authorization": f"Bearer {user_key}"} if user_key else keys.write
+    external_id = f"own-{uuid.uuid4().hex[:8]}"
+    created = await http.post(
+        f"/api/v1/sessions/{external_id}/messages",
+        json={"role": "user", "content": "I prefer green tea to coffee."},
+        headers=writer,
+    )
+    assert created.status_code == 200, created.text
+    listed = await http.get("/v1/sessions", params={"external_id": external_id}, headers=writer)
+    agent_session_id = listed.json()["items"][0]["id"]
+    await http.post(f"/v1/sessions/{agent_session_id}/commit", json={"wait": True}, headers=writer)
+    await http.post(
+        f"/api/v1/sessions/{external_id}/messages",
+        json={"role": "user", "content": "a secret of mine"},
+        headers=writer,
+    )
+    committed = await http.post(f"/api/v1/sessions/{external_id}/commit", json={}, headers=writer)
+    task_id = committed.json()["result"]["task_id"]
+    await http.post(
+        f"/v1/sessions/{agent_session_id}/messages",
+        json={"role": "user", "content": "later"},
+        headers=writer,
+    )
+    issued = await http.post("/v1/keys", json={"role": "reader"}, headers=keys.headers(keys.admin))
+    remembered = (await http.get("/v1/memories", headers=writer)).json()["items"]
+    assert remembered, "the probe needs a long-term memory of this owner"
+    return Objects(
+        keys,
+        agent_session_id,
+        external_id,
+        issued.json()["api_key_id"],
+        task_id,
+        remembered[0]["id"],
+    )
+
+
+def operations(document: dict[str, Any], prefix: str) -> list[tuple[str, str, dict[str, Any]]]:
+    return [
+        (method, prefix + path, operation)
+        for path, item in document["paths"].items()
+        for method, operation in item.items()
+        if method in METHODS
+    ]
+
+
+def creates_on_the_way(operation: tuple[str, str, dict[str, Any]]) -> bool:
+    """Creating a session under the target's name (and OpenViking's appends, which create the
+    session they name) makes one in the caller's own namespace: probed last, so no earlier
+    probe sees the caller's own new session."""
+    method, template, _ = operation
+    return (method, template) in (("post", "/v1/sessions"), ("post", "/api/v1/sessions")) or (
+        template.startswith("/api/v1/sessions/{session_id}/messages")
+    )
+
+
+def fill(path: str, values: dict[str, str]) -> str:
+    return re.sub(r"\{(\w+)\}", lambda match: values[match.group(1)], path)
+
+
+def outcome(response: httpx.Response) -> tuple[int, str | None]:
+    """What an answer reveals: its status and error type (or OpenViking code)."""
+    try:
+        body = response.json()
+    except ValueError:
+        return response.status_code, None
+    if isinstance(body, dict) and isinstance(body.get("error"), dict):
+        return response.status_code, body["error"].get("code")
+    if isinstance(body, dict) and response.status_code >= 400:
+        return response.status_code, body.get("type")
+    return response.status_code, None
+
+
+@dataclass
+class Tally:
+    routes: int = 0
+    probes: int = 0
+    leaks: list[str] | None = None
+
+    def leak(self, what: str) -> None:
+        self.leaks = [*(self.leaks or []), what]
+
+
+async def send(
+    http: httpx.AsyncClient,
+    method: str,
+    template: str,
+    values: dict[str, str],
+    headers: dict[str, str],
+) -> httpx.Response:
+    """The operation, its path and body naming the objects ``values`` give."""
+    body = BODIES.get((method, template))
+    if body is not None:
+        body = json.loads(fill(json.dumps(body), values))
+    return await http.request(method, fill(template, values), json=body, headers=headers)
+
+
+World = tuple[Objects, Objects, Objects, dict[str, str]]
+
+
+@pytest.fixture
+async def world(client: httpx.AsyncClient, database: Database) -> World:
+    """This tenant's objects, one of its user's (alice), another tenant's; bob's key."""
+    tenant_a = await make_tenant(database, "owner")
+    tenant_b = await make_tenant(database, "stranger")
+    bound = {}
+    for user in ("alice", "bob"):
+        issued = await client.post(
+            f"/v1/admin/tenants/{tenant_a.tenant_id}/api-keys",
+            json={"role": "writer", "user_id": user},
+            headers=OPERATOR,
+        )
+        bound[user] = issued.json()["key"]
+    owner = await objects_of(client, tenant_a)
+    alices = await objects_of(client, tenant_a, user_key=bound["alice"])
+    strangers = await objects_of(client, tenant_b)
+    return owner, alices, strangers, bound
+
+
+async def test_no_route_reveals_or_changes_what_another_may_not_see(
+    client: httpx.AsyncClient, world: World
+) -> None:
+    owner, alices, strangers, bound = world
+    documents = [
+        (operations((await client.get("/openapi.json")).json(), ""), ""),
+        (operations((await client.get("/api/v1/openapi.json")).json(), "/api/v1"), "/api/v1"),
+    ]
+    tally = Tally()
+    owners_session = f"/v1/sessions/{owner.agent_session_id}"
+    before = (await client.get(owners_session, headers=owner.keys.read)).json()
+    secrets = [
+        owner.agent_session_id,
+        owner.external_id,
+        alices.agent_session_id,
+        owner.memory_id,
+        alices.memory_id,
+    ]
+    every_operation = [op for ops, _ in documents for op in ops]
+    for method, template, operation in sorted(every_operation, key=creates_on_the_way):
+        if operation.get("requestBody") and (method, template) not in BODIES:
+            tally.leak(f"no probe body for {method.upper()} {template}: add one to BODIES")
+            continue
+        if template in OPERATIONS_ROUTES:
+            continue
+        tally.routes += 1
+        if template.startswith("/v1/admin"):
+            # The operator's: no tenant key of any role opens them.
+            for key in (owner.keys.admin, owner.keys.writer, owner.keys.reader):
+                refused = await send(
+                    client,
+                    method,
+                    template,
+                    owner.path_values(),
+                    owner.keys.headers(key),
+                )
+                tally.probes += 1
+                if refused.status_code != 401:
+                    tally.leak(f"a tenant key on {template}: {refused.status_code}")
+            continue
+        has_object = "{" in template
+        # Another tenant, and another user of the tenant, on objects they may not see.
+        for stranger_headers, target in (
+            (strangers.keys.headers(strangers.keys.admin), owner),
+            ({"Authorization": f"Bearer {bound['bob']}"}, alices),
+        ):
+            foreign = await send(client, method, template, target.path_values(), stranger_headers)
+            tally.probes += 1
+            if has_object:
+                absent = await send(client, method, template, missing_values(), stranger_headers)
+                tally.probes += 1
+                if outcome(foreign) != outcome(absent):
+                    tally.leak(
+                        f"{method.upper()} {template}: {outcome(foreign)} for another's object, "
+                        f"{outcome(absent)} for none"
+                    )
+                if foreign.is_success and method == "get":
+                    tally.leak(f"{method.upper()} {template}: 2xx on another's object")
+            # The answer may repeat what the request named (a 404 says what was not found),
+            # never anything else of another's.
+            named = str(foreign.request.url) + foreign.request.content.decode()
+            if "secret of mine" in foreign.text or any(
+                secret in foreign.text and secret not in named for secret in secrets
+            ):
+                tally.leak(f"{method.upper()} {template}: another's object in the answer")
+        # Each role where it may not act.
+        values = owner.path_values()
+        forbidden: list[tuple[str, dict[str, str], set[int]]] = [
+            ("no key", {}, {401}),
+            ("operator token", OPERATOR, {403}),
+        ]
+        if method in WRITES:
+            forbidden.append(("reader", owner.keys.read, {403}))
+        if template.startswith("/v1/keys"):
+            forbidden.append(("writer", owner.keys.write, {403}))
+        for role, headers, statuses in forbidden:
+            refused = await send(client, method, template, values, headers)
+            tally.probes += 1
+            if refused.status_code not in statuses:
+                tally.leak(f"{role} on {method.upper()} {template}: {refused.status_code}")
+    after = (await client.get(owners_session, headers=owner.keys.read)).json()
+    if after != before:
+        tally.leak(f"the owner's agent session changed: {json.dumps(after)}")
+    keys = await client.get("/v1/keys", headers=owner.keys.headers(owner.keys.admin))
+    if [k["revoked_at"] for k in keys.json()["items"] if k["api_key_id"] == owner.api_key_id] != [
+        None
+    ]:
+        tally.leak("the owner's key was revoked by a probe")
+    print(  # noqa: T201 - the suite's figures
+        f"isolation: routes probed {tally.routes}; probes {tally.probes}; leaks {len(tally.leaks or [])}"
+    )
+    assert tally.leaks is None, "\n".join(tally.leaks or [])
+    every = sum(1 for ops, _ in documents for _, path, _ in ops if path not in OPERATIONS_ROUTES)
+    assert tally.routes == every, "every route of both documents was probed"
