@@ -196,6 +196,7 @@ def worker(
     """Process archives (phase 2) until SIGTERM/SIGINT; run as many processes as you like."""
     from app.archives.worker import ArchiveWorker
     from app.main import (
+        build_deliverer,
         build_embedder,
         build_generator,
         build_memory_extractor,
@@ -223,9 +224,20 @@ def worker(
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(signum, stop.set)
         print(f"workmem: {concurrency} worker(s) started", flush=True)
+        # Webhook deliveries: one loop per worker process, beside the archive workers.
+        deliverer = (
+            build_deliverer(resolved.settings, database)
+            if resolved.settings.webhooks_delivery
+            else None
+        )
+        loops = [worker.run(stop) for worker in workers]
+        if deliverer is not None:
+            loops.append(deliverer.run(stop))
         try:
-            await asyncio.gather(*(worker.run(stop) for worker in workers))
+            await asyncio.gather(*loops)
         finally:
+            if deliverer is not None:
+                await deliverer.close()
             await close_embedder(embedder)
             await database.dispose()
 

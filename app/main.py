@@ -43,6 +43,9 @@ from app.sessions.group_commit import GroupCommit
 from app.tenancy import service as tenancy
 from app.tenancy.auth import Authenticator
 from app.tenancy.endpoints import router as admin_router
+from app.webhooks.delivery import DeliveryConfig, WebhookDeliverer
+from app.webhooks.endpoints import router as webhooks_router
+from app.webhooks.schedule import RetrySchedule
 from app.wm.thresholds import GuardConfig
 
 logger = logging.getLogger(__name__)
@@ -211,6 +214,28 @@ async def close_embedder(embedder: Embedder) -> None:
         await embedder.close()
 
 
+# --- webhooks: the delivery loop -------------------------------------------------------------
+
+
+def build_deliverer(settings: Settings, database: Database) -> WebhookDeliverer:
+    """The webhook delivery loop with the ``WORKMEM_WEBHOOKS_*`` settings."""
+    return WebhookDeliverer(
+        database,
+        DeliveryConfig(
+            poll_s=settings.webhooks_poll_s,
+            lease_s=settings.webhooks_lease_s,
+            batch=settings.webhooks_batch,
+            timeout_s=settings.webhooks_timeout_s,
+            allow_private=settings.webhooks_allow_private,
+            schedule=RetrySchedule(
+                max_attempts=settings.webhooks_max_attempts,
+                base_s=settings.webhooks_backoff_base_s,
+                max_s=settings.webhooks_backoff_max_s,
+            ),
+        ),
+    )
+
+
 def create_app(
     settings: Settings | None = None,
     *,
@@ -260,12 +285,21 @@ def create_app(
         app.state.worker = worker
         stop = asyncio.Event()
         task = asyncio.create_task(worker.run_alone(stop)) if settings.worker_enabled else None
+        # Webhooks are delivered where the archive worker runs (serve without it leaves them
+        # to `workmem worker`); any number of loops may run, each claim is its own.
+        deliverer = None
+        if settings.worker_enabled and settings.webhooks_delivery:
+            deliverer = build_deliverer(settings, app.state.database)
+        delivering = None if deliverer is None else asyncio.create_task(deliverer.run(stop))
         try:
             yield
         finally:
             stop.set()
             if task is not None:
                 await task
+            if deliverer is not None and delivering is not None:
+                await delivering
+                await deliverer.close()
             await worker.close()
             if app.state.group_commit is not None:
                 await app.state.group_commit.close()
@@ -290,6 +324,8 @@ def create_app(
     # The audit pages (/ui) and their stylesheet.
     install_audit_pages(app)
     app.include_router(memories_router)
+    # Webhook subscriptions (tenant admin keys).
+    app.include_router(webhooks_router)
     app.mount("/metrics", make_asgi_app())
 
     # The OpenViking-compatible API under /api/v1, with its own envelope errors (and /health).

@@ -30,6 +30,8 @@ from app.memories.records import (
 from app.memories.repository import MemoryRepository, column_dimension
 from app.tenancy.principal import Principal
 from app.validation import find_unstorable
+from app.webhooks.events import MEMORY_CHANGED, memory_data
+from app.webhooks.outbox import WebhookOutbox
 
 CANDIDATES_PER_RETRIEVER: Final = 40
 """Candidates each retriever contributes to the fusion: pgvector's default ``ef_search``."""
@@ -194,6 +196,15 @@ class MemoryService:
                 for memory_id, user_id in removed
             ]
         )
+        if removed:
+            await WebhookOutbox(self.db, self.principal.tenant_id).emit(
+                MEMORY_CHANGED,
+                memory_data(
+                    user_id=removed[0][1] if len({u for _, u in removed}) == 1 else None,
+                    agent_session_id=where.get("agent_session_id"),
+                    changes=[(EventKind.DELETE.value, memory_id) for memory_id, _ in removed],
+                ),
+            )
 
     async def delete(self, memory_id: uuid.UUID) -> None:
         """A user's erasure of one memory: its row (vector and text) goes, its events keep ids."""
