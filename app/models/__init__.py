@@ -3,8 +3,9 @@
 from app.models.archives import Archive, ArchiveStatus, WmSectionVersion
 from app.models.audit import AuditorLogin
 from app.models.memories import Memory, MemoryEvent
-from app.models.sessions import AgentSession, Message
+from app.models.sessions import AgentSession, Message, MessageRetraction
 from app.models.tenancy import ApiKey, Tenant
+from app.models.webhooks import WebhookAttempt, WebhookDelivery, WebhookSubscription
 
 __all__ = [
     "AgentSession",
@@ -15,6 +16,10 @@ __all__ = [
     "Memory",
     "MemoryEvent",
     "Message",
+    "MessageRetraction",
     "Tenant",
+    "WebhookAttempt",
+    "WebhookDelivery",
+    "WebhookSubscription",
     "WmSectionVersion",
 ]
