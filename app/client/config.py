@@ -26,8 +26,8 @@ class MissingApiKey(ValueError):
 def resolve(base_url: str | None, api_key: str | None) -> tuple[str, str]:
     """The base URL and key: the arguments when given, else the environment's."""
     settings = ClientSettings()
-    key = api_key if api_key is not None else settings.api_key
-    if key is None:
+    configured = None if settings.api_key is None else settings.api_key.get_secret_value()
+    key = api_key if api_key is not None else configured
+    if not key:
         raise MissingApiKey("no API key: pass api_key or set WORKMEM_API_KEY")
-    plain = key if isinstance(key, str) else key.get_secret_value()
-    return (base_url or settings.url).rstrip("/"), plain
+    return (base_url or settings.url).rstrip("/"), key
