@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
+from typing import Any
 
 import openai
 import pytest
@@ -24,7 +25,7 @@ from tests.support.fake_openai import FakeOpenAI
 Factory = Callable[..., AsyncWorkmemClient]
 
 TOOL_CALL = {"id": "c1", "type": "function", "function": {"name": "cat", "arguments": "{}"}}
-CONVERSATION = [
+CONVERSATION: list[dict[str, Any]] = [
     {"role": "user", "content": "Fix the KeyError in app/models/user.py. Never touch prod."},
     {"role": "assistant", "content": None, "tool_calls": [TOOL_CALL]},
     {"role": "tool", "tool_call_id": "c1", "content": "KeyError: 'email' at line 12"},
