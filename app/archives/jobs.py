@@ -1,8 +1,9 @@
 """The job side of an archive: what a worker reads and writes in its short transactions.
 
 Owns loading a claimed archive's input (the prior working memory, its messages and those of the
-failed archives it covers) and recording the outcome (seven section versions, the long-term
-memory changes and ``done``, a retry, or ``failed``), each re-checking that the claim still
+failed archives it covers; retracted messages left out) and recording the outcome (seven
+section versions, the long-term memory changes and ``done``, a retry, or ``failed``; ``done``
+and ``failed`` with their webhook event in the outbox), each re-checking that the claim still
 holds. Runs under the claimed archive's tenant; never calls a model or an embedder and never
 commits (``worker`` owns both).
 """

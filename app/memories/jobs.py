@@ -2,7 +2,8 @@
 
 Owns applying prepared candidates in order: for each, the stored memories that bear on it are
 read, ``changes.decide`` says ADD, UPDATE or SUPERSEDE, the rows change and every change is a
-``memory_events`` row naming the archive and message seqs it came from. Writes of one user are
+``memory_events`` row naming the archive and message seqs it came from; together they are one
+``memory.changed`` webhook event in the outbox. Writes of one user are
 serialised by a transaction-level advisory lock. Never embeds or calls a model (``extraction``
 did, with no transaction open) and never commits (the archive job owns the transaction).
 """

@@ -3,7 +3,7 @@
 Owns what a credential may see (its tenant; a user-bound key only its user's memories, whatever
 ``user_id`` a query names), the search order (``ranking``), and erasure (a memory, or everything
 an agent session's archives produced: rows removed, events scrubbed to ids, a DELETE event
-each). Query embeddings are computed by the caller before its transaction opens
+each, and a ``memory.changed`` webhook event in the outbox). Query embeddings are computed by the caller before its transaction opens
 (``embed_query``). Flushes, never commits.
 """
 
@@ -197,10 +197,11 @@ class MemoryService:
             ]
         )
         if removed:
+            users = {user_id for _, user_id in removed}
             await WebhookOutbox(self.db, self.principal.tenant_id).emit(
                 MEMORY_CHANGED,
                 memory_data(
-                    user_id=removed[0][1] if len({u for _, u in removed}) == 1 else None,
+                    user_id=users.pop() if len(users) == 1 else None,
                     agent_session_id=where.get("agent_session_id"),
                     changes=[(EventKind.DELETE.value, memory_id) for memory_id, _ in removed],
                 ),

@@ -43,7 +43,10 @@ def kind_of(address: Address) -> str | None:
 
 def target(url: str) -> tuple[str, int]:
     """The host and port a URL names; ``DestinationRefused`` for a URL a webhook cannot use."""
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError as error:
+        raise DestinationRefused(f"the URL is not valid: {error}") from None
     if parts.scheme not in ("http", "https"):
         raise DestinationRefused("the URL must start with http:// or https://")
     if parts.username is not None or parts.password is not None:
@@ -78,7 +81,8 @@ async def resolve(host: str, port: int) -> list[str]:
     """Every address ``host`` resolves to (a literal address is itself)."""
     try:
         infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    except socket.gaierror:
+    except (socket.gaierror, UnicodeError, ValueError):
+        # A name that does not resolve, or cannot be a host name at all (IDNA refuses it).
         return []
     return list(dict.fromkeys(str(info[4][0]) for info in infos))
 

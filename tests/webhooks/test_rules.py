@@ -67,6 +67,7 @@ def test_target(url: str, expected: tuple[str, int]) -> None:
         ("https://user:pass@hooks.example.com/in", "credentials"),
         ("https:///in", "no host"),
         ("https://hooks.example.com:99999/in", "port"),
+        ("http://[::1/in", "not valid"),
     ],
 )
 def test_urls_a_webhook_cannot_use(url: str, message: str) -> None:
@@ -96,9 +97,11 @@ async def test_vet_resolves_before_it_decides() -> None:
         await vet("https://internal.example/x", allow_private=False, resolver=resolver)
     await vet("https://internal.example/x", allow_private=True, resolver=resolver)
     assert asked == [("internal.example", 443)] * 2
-    # The real resolver: a literal address is itself.
+    # The real resolver: a literal address is itself; a name IDNA refuses resolves to nothing.
     with pytest.raises(DestinationRefused, match="loopback"):
         await vet("http://127.0.0.1:1/x", allow_private=False)
+    with pytest.raises(DestinationRefused, match="does not resolve"):
+        await vet("http://" + "a" * 70 + ".example/x", allow_private=True)
 
 
 SCHEDULE = RetrySchedule(max_attempts=3, base_s=5.0, max_s=12.0)
