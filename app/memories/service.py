@@ -3,8 +3,8 @@
 Owns what a credential may see (its tenant; a user-bound key only its user's memories, whatever
 ``user_id`` a query names), the search order (``ranking``), and erasure (a memory, or everything
 an agent session's archives produced: rows removed, events scrubbed to ids, a DELETE event
-each, and a ``memory.changed`` webhook event in the outbox). Query embeddings are computed by the caller before its transaction opens
-(``embed_query``). Flushes, never commits.
+each, and a ``memory.changed`` webhook event in the outbox). Query embeddings are computed by
+the caller before its transaction opens (``embed_query``). Flushes, never commits.
 """
 
 from __future__ import annotations
