@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from datetime import datetime
 from typing import Any
 
 import httpx
@@ -118,8 +119,12 @@ async def test_failed_attempts_are_retried_with_backoff_then_fail(
         loop = deliverer(own_database)
         try:
             assert await loop.run_once() == 1
-            # Not due again before its backoff has passed.
-            assert await loop.run_once() == 0
+            [waiting] = await deliveries(http, keys, retried["id"])
+            assert waiting["status"] == "pending"
+            # Due again only after its backoff (the first one: base_s, less the jitter).
+            first = datetime.fromisoformat(waiting["attempts"][0]["started_at"])
+            due = datetime.fromisoformat(waiting["next_attempt_at"])
+            assert (due - first).total_seconds() >= 0.8 * FAST.base_s
             states = []
             for _ in range(40):
                 await asyncio.sleep(0.05)
@@ -151,12 +156,12 @@ async def test_a_delivery_claimed_by_a_crashed_process_is_sent_after_its_lease(
         await commit_one(http, keys, "survive me")
         # A process claims the delivery and dies before sending it.
         async with own_database.unscoped() as db:
-            [claim] = await repository.claim_due(db, lease_s=0.3, limit=10)
+            [claim] = await repository.claim_due(db, lease_s=1.0, limit=10)
         assert claim.attempt == 1
         loop = deliverer(own_database)
         try:
             assert await loop.run_once() == 0, "leased: not due yet"
-            await asyncio.sleep(0.4)
+            await asyncio.sleep(1.1)
             assert await loop.run_once() == 1
         finally:
             await loop.close()
