@@ -186,6 +186,7 @@ def worker(
     """Process archives (phase 2) until SIGTERM/SIGINT; run as many processes as you like."""
     from app.archives.worker import ArchiveWorker
     from app.main import (
+        build_deliverer,
         build_embedder,
         build_generator,
         build_memory_extractor,
@@ -217,9 +218,20 @@ def worker(
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(signum, stop.set)
         print(f"workmem: {concurrency} worker(s) started", flush=True)
+        # Webhook deliveries: one loop per worker process, beside the archive workers.
+        deliverer = (
+            build_deliverer(resolved.settings, database)
+            if resolved.settings.webhooks_delivery
+            else None
+        )
+        loops = [worker.run(stop) for worker in workers]
+        if deliverer is not None:
+            loops.append(deliverer.run(stop))
         try:
-            await asyncio.gather(*(worker.run(stop) for worker in workers))
+            await asyncio.gather(*loops)
         finally:
+            if deliverer is not None:
+                await deliverer.close()
             await close_embedder(embedder)
             await database.dispose()
 
@@ -763,6 +775,32 @@ def eval_command(
         typer.echo(dumped(result))
     if not all(target["pass"] for target in result["targets"]):
         console.print("evaluation: some targets are not met (see 'targets')", highlight=False)
+
+
+# --- mcp: workmem's tools for MCP hosts (the `mcp` extra) -------------------------------------
+
+
+@cli.command("mcp")
+def mcp_server(
+    http: Annotated[
+        bool, typer.Option("--http", help="serve streamable HTTP instead of stdio")
+    ] = False,
+    host: Annotated[str, typer.Option(help="bind address of --http")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(min=1, max=65535, help="port of --http")] = 8765,
+) -> None:
+    """Serve workmem's tools and working memory to an MCP host, on stdio (or --http). The
+    deployment and key come from WORKMEM_URL and WORKMEM_API_KEY (WORKMEM_SESSION: a default
+    agent session)."""
+    try:
+        from app.mcp.command import MissingApiKey, run
+    except ModuleNotFoundError as error:
+        raise fail(
+            f"workmem mcp needs the mcp extra ({error.name} is missing): pip install 'workmem[mcp]'"
+        ) from None
+    try:
+        run(http=http, host=host, port=port)
+    except MissingApiKey as error:
+        raise fail(str(error)) from None
 
 
 def main() -> None:

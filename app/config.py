@@ -163,6 +163,24 @@ class Settings(BaseSettings):
     quota_refresh_s: float = Field(
         default=10.0, gt=0, description="how often a process rereads a tenant's usage"
     )
+    # --- webhooks (DESIGN 19): the delivery loop and its destinations ---------------------------
+    webhooks_delivery: bool = Field(
+        default=True,
+        description="deliver webhooks from this process (serve: only with the in-process "
+        "worker; worker: always)",
+    )
+    webhooks_allow_private: bool = Field(
+        default=False,
+        description="allow destinations that resolve to loopback, private or link-local "
+        "addresses (off: only public addresses are called)",
+    )
+    webhooks_timeout_s: float = Field(default=10.0, gt=0, le=300)
+    webhooks_max_attempts: int = Field(default=8, ge=1, le=100)
+    webhooks_backoff_base_s: float = Field(default=5.0, ge=0)
+    webhooks_backoff_max_s: float = Field(default=3600.0, ge=0)
+    webhooks_poll_s: float = Field(default=1.0, gt=0)
+    webhooks_lease_s: float = Field(default=60.0, gt=0)
+    webhooks_batch: int = Field(default=16, ge=1, le=500)
 
     @property
     def use_openai(self) -> bool:

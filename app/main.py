@@ -53,6 +53,9 @@ from app.tenancy.endpoints import router as admin_router
 from app.web.links import Link, document_links
 from app.web.problems import document_problems, problems
 from app.web.requests import BodyGuard
+from app.webhooks.delivery import DeliveryConfig, WebhookDeliverer
+from app.webhooks.endpoints import router as webhooks_router
+from app.webhooks.schedule import RetrySchedule
 from app.wm.thresholds import GuardConfig
 
 logger = logging.getLogger(__name__)
@@ -271,6 +274,28 @@ async def close_embedder(embedder: Embedder) -> None:
         await embedder.close()
 
 
+# --- webhooks: the delivery loop -------------------------------------------------------------
+
+
+def build_deliverer(settings: Settings, database: Database) -> WebhookDeliverer:
+    """The webhook delivery loop with the ``WORKMEM_WEBHOOKS_*`` settings."""
+    return WebhookDeliverer(
+        database,
+        DeliveryConfig(
+            poll_s=settings.webhooks_poll_s,
+            lease_s=settings.webhooks_lease_s,
+            batch=settings.webhooks_batch,
+            timeout_s=settings.webhooks_timeout_s,
+            allow_private=settings.webhooks_allow_private,
+            schedule=RetrySchedule(
+                max_attempts=settings.webhooks_max_attempts,
+                base_s=settings.webhooks_backoff_base_s,
+                max_s=settings.webhooks_backoff_max_s,
+            ),
+        ),
+    )
+
+
 def create_app(
     settings: Settings | None = None,
     *,
@@ -323,12 +348,21 @@ def create_app(
         app.state.worker = worker
         stop = asyncio.Event()
         task = asyncio.create_task(worker.run_alone(stop)) if settings.worker_enabled else None
+        # Webhooks are delivered where the archive worker runs (serve without it leaves them
+        # to `workmem worker`); any number of loops may run, each claim is its own.
+        deliverer = None
+        if settings.worker_enabled and settings.webhooks_delivery:
+            deliverer = build_deliverer(settings, app.state.database)
+        delivering = None if deliverer is None else asyncio.create_task(deliverer.run(stop))
         try:
             yield
         finally:
             stop.set()
             if task is not None:
                 await task
+            if deliverer is not None and delivering is not None:
+                await delivering
+                await deliverer.close()
             await worker.close()
             if app.state.group_commit is not None:
                 await app.state.group_commit.close()
@@ -363,6 +397,8 @@ def create_app(
     # The audit pages (/ui) and their stylesheet.
     install_audit_pages(app)
     app.include_router(memories_router)
+    # Webhook subscriptions (tenant admin keys).
+    app.include_router(webhooks_router)
 
     # The OpenViking-compatible API under /api/v1, with its own envelope errors (and /health).
     install_openviking_api(app, is_unavailable=is_unavailable)

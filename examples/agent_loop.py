@@ -1,9 +1,10 @@
 """An agent loop on workmem: every turn is appended, the agent session is committed when its
 pending tokens pass a threshold, and each model call sends the context workmem assembles.
 
-Plain Python: the ``openai`` SDK for the model (any OpenAI-compatible endpoint) and ``httpx`` for
-workmem. The model gets one tool, ``read_archive``, to fetch exact older messages when the summary
-is not enough. Run it against ``workmem serve``, one user message per input line:
+Plain Python: the ``openai`` SDK for the model (any OpenAI-compatible endpoint) and workmem's own
+typed client (``app.client.AsyncWorkmemClient``). The model gets one tool, ``read_archive``, to
+fetch exact older messages when the summary is not enough. Run it against ``workmem serve``, one
+user message per input line:
 
     WORKMEM_URL=http://127.0.0.1:8000 WORKMEM_API_KEY=wm_... \\
     OPENAI_BASE_URL=https://api.openai.com/v1 OPENAI_API_KEY=sk-... \\
@@ -21,13 +22,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
-import httpx
 import openai
 from openai.types.chat import (
     ChatCompletionFunctionToolParam,
     ChatCompletionMessage,
     ChatCompletionMessageParam,
 )
+
+from app.client import AsyncWorkmemClient, WorkmemError
 
 READ_ARCHIVE: ChatCompletionFunctionToolParam = {
     "type": "function",
@@ -61,50 +63,6 @@ class LoopConfig:
     """The most of an archive one ``read_archive`` result carries."""
 
 
-class Workmem:
-    """The workmem calls an agent needs, over one ``httpx.AsyncClient`` (base URL set on it)."""
-
-    def __init__(self, http: httpx.AsyncClient, api_key: str) -> None:
-        self.http = http
-        self.headers = {"Authorization": f"Bearer {api_key}"}
-
-    async def _call(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
-        response = await self.http.request(method, path, headers=self.headers, **kwargs)
-        response.raise_for_status()
-        body: dict[str, Any] = response.json()
-        return body
-
-    async def create_session(self, external_id: str | None = None) -> str:
-        body = {} if external_id is None else {"external_id": external_id}
-        created = await self._call("POST", "/v1/sessions", json=body)
-        return str(created["id"])
-
-    async def append(self, agent_session_id: str, messages: Sequence[dict[str, Any]]) -> int:
-        """Append the messages atomically (a tool group in one batch); the pending tokens after."""
-        appended = await self._call(
-            "POST",
-            f"/v1/sessions/{agent_session_id}/messages:batch",
-            json={"messages": list(messages)},
-        )
-        return int(appended["pending_tokens"])
-
-    async def commit(self, agent_session_id: str) -> dict[str, Any]:
-        """Archive what is pending; a worker writes the working memory in the background."""
-        return await self._call("POST", f"/v1/sessions/{agent_session_id}/commit", json={})
-
-    async def context(
-        self, agent_session_id: str, token_budget: int, *, fill: bool = False
-    ) -> dict[str, Any]:
-        return await self._call(
-            "GET",
-            f"/v1/sessions/{agent_session_id}/context",
-            params={"token_budget": token_budget, "fill": fill},
-        )
-
-    async def archive(self, agent_session_id: str, archive_seq: int) -> dict[str, Any]:
-        return await self._call("GET", f"/v1/sessions/{agent_session_id}/archives/{archive_seq}")
-
-
 def stored_reply(reply: ChatCompletionMessage) -> dict[str, Any]:
     """The model's reply as an OpenAI message to store (and to send back on the next call)."""
     message: dict[str, Any] = {"role": "assistant", "content": reply.content}
@@ -124,7 +82,7 @@ def stored_reply(reply: ChatCompletionMessage) -> dict[str, Any]:
 class AgentLoop:
     def __init__(
         self,
-        workmem: Workmem,
+        workmem: AsyncWorkmemClient,
         model: openai.AsyncOpenAI,
         agent_session_id: str,
         config: LoopConfig | None = None,
@@ -151,19 +109,20 @@ class AgentLoop:
         raise RuntimeError("unreachable: the last round offers no tools")
 
     async def _append(self, messages: Sequence[dict[str, Any]]) -> None:
-        pending = await self.workmem.append(self.agent_session_id, messages)
-        if pending > self.config.commit_threshold_tokens:
+        """Append atomically (a tool group in one batch); commit once enough tokens are pending
+        (a worker writes the working memory in the background)."""
+        appended = await self.workmem.append_batch(self.agent_session_id, messages)
+        if appended.pending_tokens > self.config.commit_threshold_tokens:
             await self.workmem.commit(self.agent_session_id)
             self.commits += 1
 
     async def _call_model(self, *, tools_allowed: bool) -> ChatCompletionMessage:
-        context = await self.workmem.context(
-            self.agent_session_id, self.config.token_budget, fill=self.config.fill
+        messages = await self.workmem.chat_messages(
+            self.agent_session_id,
+            system_prompt=self.config.system_prompt,
+            token_budget=self.config.token_budget,
+            fill=self.config.fill,
         )
-        system = self.config.system_prompt
-        if context["system_prompt_addition"]:
-            system = f"{system}\n\n{context['system_prompt_addition']}"
-        messages = [{"role": "system", "content": system}, *context["messages"]]
         completion = await self.model.chat.completions.create(
             model=self.config.model,
             messages=cast("list[ChatCompletionMessageParam]", messages),
@@ -179,11 +138,11 @@ class AgentLoop:
             archive_seq = int(json.loads(function["arguments"])["archive_seq"])
             archive = await self.workmem.archive(self.agent_session_id, archive_seq)
             lines = [
-                f"[{item['seq']}] {item['message']['role']}: {item['message'].get('content') or ''}"
-                for item in archive["messages"]
+                f"[{item.seq}] {item.role}: {item.message.get('content') or ''}"
+                for item in archive.messages
             ]
             content = "\n".join(lines)[: self.config.archive_excerpt_chars]
-        except (ValueError, KeyError, TypeError, httpx.HTTPStatusError) as error:
+        except (ValueError, KeyError, TypeError, WorkmemError) as error:
             content = f"error: {error}"
         return {"role": "tool", "tool_call_id": call["id"], "content": content}
 
@@ -213,11 +172,10 @@ async def main(argv: Sequence[str] | None = None) -> None:
         fill=args.fill,
     )
     async with (
-        httpx.AsyncClient(base_url=args.workmem_url, timeout=120) as http,
+        AsyncWorkmemClient(args.workmem_url, args.workmem_key) as workmem,
         openai.AsyncOpenAI(base_url=args.base_url, api_key=args.api_key) as model,
     ):
-        workmem = Workmem(http, args.workmem_key)
-        agent_session_id = args.session or await workmem.create_session()
+        agent_session_id = args.session or str((await workmem.create_session()).id)
         sys.stdout.write(f"agent session {agent_session_id}\n")
         loop = AgentLoop(workmem, model, agent_session_id, config)
         for line in sys.stdin:

@@ -5,6 +5,7 @@ Each test counts the postgres processes of its own data directory before and aft
 
 from __future__ import annotations
 
+import importlib
 import json
 import logging
 import os
@@ -180,7 +181,8 @@ def test_serve_says_serving_only_once_it_accepts_connections(home: Path) -> None
 def test_a_failed_stop_is_logged_as_a_warning(
     tmp_path: Path, caplog: pytest.LogCaptureFixture, arguments: list[str], level: int
 ) -> None:
-    from pgserver._commands import pg_ctl
+    # pgserver makes its command functions at import time, so they are not attributes to mypy.
+    pg_ctl = getattr(importlib.import_module("pgserver._commands"), "pg_ctl")  # noqa: B009
 
     with (
         caplog.at_level(logging.INFO, logger="pgserver"),

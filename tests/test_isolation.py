@@ -46,6 +46,8 @@ BODIES: dict[tuple[str, str], Any] = {
         "messages": [{"role": "user", "content": "probe"}]
     },
     ("post", "/api/v1/sessions/{session_id}/commit"): {"keep_recent_count": 0},
+    ("post", "/v1/sessions/{agent_session_id}/messages:retract"): {},
+    ("post", "/v1/webhooks"): {"url": "https://93.184.216.34/hooks", "events": ["archive.done"]},
 }
 """A valid body for each operation that takes one (a new such route must be added here)."""
 
@@ -53,7 +55,7 @@ BODIES: dict[tuple[str, str], Any] = {
 @dataclass
 class Objects:
     """One tenant's objects that probes name: an agent session with a done archive, a key, a
-    long-term memory."""
+    long-term memory, a webhook subscription."""
 
     keys: TenantKeys
     agent_session_id: str
@@ -61,6 +63,7 @@ class Objects:
     api_key_id: str
     task_id: str
     memory_id: str
+    webhook_id: str
     message_count: int = 0
 
     def path_values(self) -> dict[str, str]:
@@ -73,6 +76,7 @@ class Objects:
             "archive_id": "archive_001",
             "task_id": self.task_id,
             "memory_id": self.memory_id,
+            "webhook_id": self.webhook_id,
         }
 
 
@@ -86,6 +90,7 @@ def missing_values() -> dict[str, str]:
         "archive_id": "archive_001",
         "task_id": f"{uuid.uuid4()}:1",
         "memory_id": str(uuid.uuid4()),
+        "webhook_id": str(uuid.uuid4()),
     }
 
 
@@ -117,6 +122,10 @@ async def objects_of(
     )
     issued = await http.post("/v1/keys", json={"role": "reader"}, headers=keys.headers(keys.admin))
     remembered = (await http.get("/v1/memories", headers=writer)).json()["items"]
+    hooked = await http.post(
+        "/v1/webhooks", json=BODIES[("post", "/v1/webhooks")], headers=keys.headers(keys.admin)
+    )
+    assert hooked.status_code == 201, hooked.text
     assert remembered, "the probe needs a long-term memory of this owner"
     return Objects(
         keys,
@@ -125,6 +134,7 @@ async def objects_of(
         issued.json()["api_key_id"],
         task_id,
         remembered[0]["id"],
+        hooked.json()["id"],
     )
 
 
@@ -227,6 +237,7 @@ async def test_no_route_reveals_or_changes_what_another_may_not_see(
         alices.agent_session_id,
         owner.memory_id,
         alices.memory_id,
+        owner.webhook_id,
     ]
     every_operation = [op for ops, _ in documents for op in ops]
     for method, template, operation in sorted(every_operation, key=creates_on_the_way):
@@ -283,7 +294,7 @@ async def test_no_route_reveals_or_changes_what_another_may_not_see(
         ]
         if method in WRITES:
             forbidden.append(("reader", owner.keys.read, {403}))
-        if template.startswith("/v1/keys"):
+        if template.startswith(("/v1/keys", "/v1/webhooks")):
             forbidden.append(("writer", owner.keys.write, {403}))
         for role, headers, statuses in forbidden:
             refused = await send(client, method, template, values, headers)

@@ -3,11 +3,12 @@
 A Citus cluster distributed by ``tenant_id`` (docs/scaling.md) routes a statement to one node
 when each table it reads or writes is filtered by (or inserted with) one ``tenant_id`` value.
 This records every statement the API and the archive jobs send during appends (single, batched,
-grouped), commits, archive processing, context, expand, working memory and history, listing and
-deletion, idempotent retries, quotas and a tenant admin's keys, across two tenants, and checks
-each: a ``tenant_id`` equality or insert whose values are all one tenant, the per-transaction
-tenant setup, the append function (called with its tenant), or one of the listed privileged
-functions and connection-level statements.
+grouped), a retraction, commits, archive processing (with its webhook outbox rows), context,
+expand, working memory and history, listing and deletion, idempotent retries, quotas, a tenant
+admin's keys, webhook subscriptions and their deliveries, across two tenants, and checks each: a
+``tenant_id`` equality or insert whose values are all one tenant, the per-transaction tenant setup,
+the append function (called with its tenant), or one of the listed privileged functions and
+connection-level statements.
 """
 
 from __future__ import annotations
@@ -82,6 +83,15 @@ async def recorded(postgres: PostgresForTests, settings: Settings) -> AsyncItera
 
 
 async def workload(http: httpx.AsyncClient, keys: TenantKeys) -> None:
+    admin = keys.headers(keys.admin)
+    # A webhook subscription: every commit below writes its outbox row (never sent here).
+    hooked = await http.post(
+        "/v1/webhooks",
+        json={"url": "https://93.184.216.34/hooks", "events": ["archive.done", "memory.changed"]},
+        headers=admin,
+    )
+    assert hooked.status_code == 201, hooked.text
+    webhook_id = hooked.json()["id"]
     created = await http.post("/v1/sessions", json={"user_id": "u1"}, headers=keys.write)
     sid = created.json()["id"]
     call = {"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}
@@ -128,6 +138,8 @@ async def workload(http: httpx.AsyncClient, keys: TenantKeys) -> None:
     issued = await http.post("/v1/keys", json={"role": "reader"}, headers=admin)
     await http.get("/v1/keys", headers=admin)
     await http.delete(f"/v1/keys/{issued.json()['api_key_id']}", headers=admin)
+    retracted = await http.post(f"/v1/sessions/{sid}/messages:retract", json={}, headers=keys.write)
+    assert retracted.status_code == 200, retracted.text
     for _ in range(2):
         await http.post(
             f"/v1/sessions/{sid}/commit",
@@ -152,9 +164,14 @@ async def workload(http: httpx.AsyncClient, keys: TenantKeys) -> None:
     ):
         response = await http.get(path, headers=keys.read)
         assert response.status_code == 200, (path, response.text)
+    for path in ("/v1/webhooks", f"/v1/webhooks/{webhook_id}/deliveries"):
+        response = await http.get(path, headers=admin)
+        assert response.status_code == 200, (path, response.text)
     await http.post(f"/v1/sessions/{sid}/compact?fill=true", headers=keys.write)
     deleted = await http.delete(f"/v1/sessions/{sid}", headers=keys.write)
     assert deleted.status_code == 204
+    unhooked = await http.delete(f"/v1/webhooks/{webhook_id}", headers=admin)
+    assert unhooked.status_code == 204
 
 
 async def test_every_statement_is_routed_by_one_tenant(recorded: list[Statement]) -> None:

@@ -1,8 +1,9 @@
 """The job side of an archive: what a worker reads and writes in its short transactions.
 
 Owns loading a claimed archive's input (the prior working memory, its messages and those of the
-failed archives it covers) and recording the outcome (seven section versions, the long-term
-memory changes and ``done``, a retry, or ``failed``), each re-checking that the claim still
+failed archives it covers; retracted messages left out) and recording the outcome (seven
+section versions, the long-term memory changes and ``done``, a retry, or ``failed``; ``done``
+and ``failed`` with their webhook event in the outbox), each re-checking that the claim still
 holds. Runs under the claimed archive's tenant; never calls a model or an embedder and never
 commits (``worker`` owns both).
 """
@@ -30,7 +31,10 @@ from app.memories.extraction import Prepared
 from app.memories.jobs import MemoryJobService
 from app.memories.records import Failure, FailureStage, MemoryReport, Source
 from app.models import Archive, ArchiveStatus
+from app.sessions.retraction import JobRetractions
 from app.tenancy.principal import Scope
+from app.webhooks.events import ARCHIVE_DONE, ARCHIVE_FAILED, archive_data
+from app.webhooks.outbox import WebhookOutbox
 from app.wm.sections import SECTIONS, Section
 
 logger = logging.getLogger(__name__)
@@ -42,20 +46,21 @@ class LeaseLost(Exception):
 
 @dataclass(frozen=True, slots=True)
 class Work:
-    """A claimed archive's input: its row, the prior WM, and every message it must cover
-    (consecutive, the first numbered ``first_seq``), with where its memories come from."""
+    """A claimed archive's input: its row, the prior WM, and every message it must cover (in
+    seq order, each numbered by ``seqs``; retracted ones left out), with where its memories
+    come from."""
 
     archive: Archive
     prior: WorkingMemory
     messages: list[dict[str, Any]]
     covers_failed_archives: list[int]
-    first_seq: int
+    seqs: tuple[int, ...]
     source: Source
 
     @property
     def numbered(self) -> list[tuple[int, dict[str, Any]]]:
-        """The messages with their seqs (seq is gap-free, so they follow from ``first_seq``)."""
-        return list(enumerate(self.messages, start=self.first_seq))
+        """The messages with their seqs."""
+        return list(zip(self.seqs, self.messages, strict=True))
 
 
 def abstract_of(sections: Mapping[Section, str], limit: int = 200) -> str:
@@ -76,6 +81,7 @@ class ArchiveJobService:
     def __init__(self, db: AsyncSession, tenant_id: uuid.UUID) -> None:
         self.db = db
         self.archives = ArchiveRepository(db, Scope(tenant_id))
+        self.retractions = JobRetractions(db, tenant_id)
 
     async def _owned(self, claim: Claim, *, lock: bool) -> Archive:
         archive = await self.archives.get(claim.agent_session_id, claim.archive_seq, lock=lock)
@@ -113,13 +119,22 @@ class ArchiveJobService:
         )
         start_seq = failed[0].start_seq if failed else archive.start_seq
         messages = await self.archives.messages(agent_session_id, [(start_seq, archive.end_seq)])
+        # Messages the agent retracted while they were live never reach the working memory.
+        retracted = await self.retractions.retracted_seqs(
+            agent_session_id, start_seq, archive.end_seq
+        )
+        kept = [
+            (seq, message)
+            for seq, message in enumerate(messages, start=start_seq)
+            if seq not in retracted
+        ]
         user_id, agent_id = await self.archives.owner(agent_session_id)
         return Work(
             archive=archive,
             prior=prior or WorkingMemory.empty(),
-            messages=messages,
+            messages=[message for _, message in kept],
             covers_failed_archives=[row.archive_seq for row in failed],
-            first_seq=start_seq,
+            seqs=tuple(seq for seq, _ in kept),
             source=Source(agent_session_id, claim.archive_seq, user_id, agent_id),
         )
 
@@ -191,6 +206,21 @@ class ArchiveJobService:
             finished_at=func.now(),
             memories=None if report is None else report.as_json(),
         )
+        # The webhook outbox row commits, or not, with the archive's result.
+        await WebhookOutbox(self.db, claim.tenant_id).emit(
+            ARCHIVE_DONE,
+            archive_data(
+                agent_session_id=claim.agent_session_id,
+                archive_seq=claim.archive_seq,
+                start_seq=work.archive.start_seq,
+                end_seq=work.archive.end_seq,
+                status=ArchiveStatus.DONE.value,
+                user_id=work.source.user_id,
+                agent_id=work.source.agent_id,
+                generator=generated.generator,
+                abstract=abstract_of(result.sections),
+            ),
+        )
 
     async def _store_memories(self, claim: Claim, work: Work, memories: Prepared) -> MemoryReport:
         writer = MemoryJobService(self.db, claim.tenant_id)
@@ -219,7 +249,7 @@ class ArchiveJobService:
         )
 
     async def fail(self, claim: Claim, *, stage: str, message: str) -> None:
-        await self._owned(claim, lock=True)
+        archive = await self._owned(claim, lock=True)
         await self.archives.set_fields(
             claim.agent_session_id,
             claim.archive_seq,
@@ -228,4 +258,19 @@ class ArchiveJobService:
             last_error=message[:2000],
             error_stage=stage,
             finished_at=func.now(),
+        )
+        user_id, agent_id = await self.archives.owner(claim.agent_session_id)
+        await WebhookOutbox(self.db, claim.tenant_id).emit(
+            ARCHIVE_FAILED,
+            archive_data(
+                agent_session_id=claim.agent_session_id,
+                archive_seq=claim.archive_seq,
+                start_seq=archive.start_seq,
+                end_seq=archive.end_seq,
+                status=ArchiveStatus.FAILED.value,
+                user_id=user_id,
+                agent_id=agent_id,
+                error_stage=stage,
+                error=message[:2000],
+            ),
         )

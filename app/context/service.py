@@ -170,8 +170,13 @@ class ContextService:
         while upto > floor_seq and not (read > tokens and seen_user):
             after = max(floor_seq, upto - size)
             # seq is gap-free, so the range (after, upto] holds exactly upto - after messages.
+            # Retracted messages are never sent (the agent withdrew them; they stay stored).
             chunk = await self.agent_sessions.messages_between(
-                agent_session_id, after_seq=after, upto_seq=upto, limit=upto - after
+                agent_session_id,
+                after_seq=after,
+                upto_seq=upto,
+                limit=upto - after,
+                without_retracted=True,
             )
             chunks.append(chunk)
             read += sum(message.token_count for message in chunk)

@@ -2,7 +2,8 @@
 
 Owns applying prepared candidates in order: for each, the stored memories that bear on it are
 read, ``changes.decide`` says ADD, UPDATE or SUPERSEDE, the rows change and every change is a
-``memory_events`` row naming the archive and message seqs it came from. Writes of one user are
+``memory_events`` row naming the archive and message seqs it came from; together they are one
+``memory.changed`` webhook event in the outbox. Writes of one user are
 serialised by a transaction-level advisory lock. Never embeds or calls a model (``extraction``
 did, with no transaction open) and never commits (the archive job owns the transaction).
 """
@@ -23,6 +24,8 @@ from app.memories.repository import MemoryRepository
 from app.memories.store import MemoryStore
 from app.models import Memory
 from app.tenancy.principal import Scope
+from app.webhooks.events import MEMORY_CHANGED, memory_data
+from app.webhooks.outbox import WebhookOutbox
 
 
 class MemoryJobService:
@@ -31,6 +34,7 @@ class MemoryJobService:
     def __init__(self, db: AsyncSession, tenant_id: uuid.UUID) -> None:
         self.store = MemoryStore(db, Scope(tenant_id))
         self.memories = MemoryRepository(db, Scope(tenant_id))
+        self.outbox = WebhookOutbox(db, tenant_id)
 
     async def apply(self, prepared: Prepared, source: Source) -> MemoryReport:
         """Store ``prepared``'s candidates for ``source``; the report says what happened."""
@@ -103,6 +107,17 @@ class MemoryJobService:
                 for row in change.superseded
             ]
         await self.memories.insert_events(events)
+        # In the archive's transaction (and its savepoint): the event exists iff the changes do.
+        if events:
+            await self.outbox.emit(
+                MEMORY_CHANGED,
+                memory_data(
+                    user_id=source.user_id,
+                    agent_session_id=source.agent_session_id,
+                    archive_seq=source.archive_seq,
+                    changes=[(event["event"], event["memory_id"]) for event in events],
+                ),
+            )
         return prepared.report(
             added=counts[EventKind.ADD],
             updated=counts[EventKind.UPDATE],

@@ -3,8 +3,8 @@
 Owns what a credential may see (its tenant; a user-bound key only its user's memories, whatever
 ``user_id`` a query names), the search order (``ranking``), and erasure (a memory, or everything
 an agent session's archives produced: rows removed, events scrubbed to ids, a DELETE event
-each). Query embeddings are computed by the caller before its transaction opens
-(``embed_query``). Flushes, never commits.
+each, and a ``memory.changed`` webhook event in the outbox). Query embeddings are computed by
+the caller before its transaction opens (``embed_query``). Flushes, never commits.
 """
 
 from __future__ import annotations
@@ -30,6 +30,8 @@ from app.memories.records import (
 from app.memories.repository import MemoryRepository, column_dimension
 from app.tenancy.principal import Principal
 from app.validation import find_unstorable
+from app.webhooks.events import MEMORY_CHANGED, memory_data
+from app.webhooks.outbox import WebhookOutbox
 
 CANDIDATES_PER_RETRIEVER: Final = 40
 """Candidates each retriever contributes to the fusion: pgvector's default ``ef_search``."""
@@ -194,6 +196,16 @@ class MemoryService:
                 for memory_id, user_id in removed
             ]
         )
+        if removed:
+            users = {user_id for _, user_id in removed}
+            await WebhookOutbox(self.db, self.principal.tenant_id).emit(
+                MEMORY_CHANGED,
+                memory_data(
+                    user_id=users.pop() if len(users) == 1 else None,
+                    agent_session_id=where.get("agent_session_id"),
+                    changes=[(EventKind.DELETE.value, memory_id) for memory_id, _ in removed],
+                ),
+            )
 
     async def delete(self, memory_id: uuid.UUID) -> None:
         """A user's erasure of one memory: its row (vector and text) goes, its events keep ids."""

@@ -4,8 +4,9 @@ from app.models.archives import Archive, ArchiveStatus, WmSectionVersion
 from app.models.audit import AuditorLogin
 from app.models.idempotency import IdempotencyKey
 from app.models.memories import Memory, MemoryEvent
-from app.models.sessions import AgentSession, Message
+from app.models.sessions import AgentSession, Message, MessageRetraction
 from app.models.tenancy import ApiKey, Tenant
+from app.models.webhooks import WebhookAttempt, WebhookDelivery, WebhookSubscription
 
 __all__ = [
     "AgentSession",
@@ -17,6 +18,10 @@ __all__ = [
     "Memory",
     "MemoryEvent",
     "Message",
+    "MessageRetraction",
     "Tenant",
+    "WebhookAttempt",
+    "WebhookDelivery",
+    "WebhookSubscription",
     "WmSectionVersion",
 ]

@@ -99,3 +99,22 @@ class Message(Base):
     content_text: Mapped[str] = mapped_column(Text)
     metadata_: Mapped[dict[str, Any] | None] = mapped_column("metadata")
     created_at: Mapped[datetime] = mapped_column(server_default=text("now()"))
+
+
+class MessageRetraction(Base):
+    """A live message withdrawn by its agent (``pop_item`` of an Agents SDK session): the
+    message stays as stored; the context and the next working memory leave it out."""
+
+    __tablename__ = "message_retractions"
+    __table_args__ = (
+        ForeignKeyConstraint(
+            ["tenant_id", "agent_session_id", "seq"],
+            ["messages.tenant_id", "messages.agent_session_id", "messages.seq"],
+            ondelete="CASCADE",
+        ),
+    )
+
+    tenant_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True)
+    agent_session_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True)
+    seq: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    retracted_at: Mapped[CreatedAt]

@@ -16,6 +16,7 @@ from app.idempotency.responses import JSON, answered
 from app.idempotency.service import Answer
 from app.limits.service import TenantLimits
 from app.sessions.group_commit import GroupCommit, Keyed, append_keyed
+from app.sessions.retraction import RetractionService
 from app.sessions.schemas import (
     AgentSessionCreate,
     AgentSessionPage,
@@ -26,6 +27,8 @@ from app.sessions.schemas import (
     MessageCreate,
     MessagePage,
     MessageRead,
+    RetractCreate,
+    RetractionRead,
 )
 from app.sessions.service import (
     AgentSessionService,
@@ -259,3 +262,27 @@ async def read_messages(
         items[-1].seq if len(items) == limit and items[-1].seq < agent_session.last_seq else None
     )
     return MessagePage(items=items, next_after_seq=next_after)
+
+
+# --- retraction: the append-only "take back the newest message" ------------------------------
+
+
+@router.post("/{agent_session_id}/messages:retract", responses=problems(404, 409, *WITH_BODY))
+async def retract_message(
+    agent_session_id: uuid.UUID,
+    principal: Writer,
+    database: DatabaseDep,
+    body: RetractCreate | None = None,
+) -> RetractionRead:
+    """Retract a live message (default: the newest not retracted yet). It stays stored; the
+    context and the next working memory leave it out. An archived message is a 409."""
+    async with database.tenant(principal.tenant_id) as db:
+        done = await RetractionService(db, principal).retract(
+            agent_session_id, None if body is None else body.seq
+        )
+    if done is None:
+        return RetractionRead(retracted=None, retracted_at=None)
+    return RetractionRead(
+        retracted=MessageRead.from_stored(done.message, archived_upto_seq=done.archived_upto_seq),
+        retracted_at=done.retracted_at,
+    )

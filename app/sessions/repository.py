@@ -16,11 +16,11 @@ from typing import Any
 
 import psycopg
 from psycopg.types.json import Jsonb
-from sqlalchemy import Row, and_, delete, func, select, tuple_, update
+from sqlalchemy import Exists, Row, and_, delete, exists, func, select, tuple_, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.models import AgentSession, Archive, Message
+from app.models import AgentSession, Archive, Message, MessageRetraction
 from app.sessions.records import NewestArchive, StoredMessage
 from app.tenancy.principal import Scope
 
@@ -307,12 +307,99 @@ class MessageRepository:
         after_seq: int,
         limit: int,
         upto_seq: int | None = None,
+        without_retracted: bool = False,
     ) -> list[StoredMessage]:
-        """Messages with ``after_seq < seq [<= upto_seq]``, oldest first, at most ``limit``."""
+        """Messages with ``after_seq < seq [<= upto_seq]``, oldest first, at most ``limit``;
+        with ``without_retracted``, the retracted ones left out (the seqs then have gaps)."""
         statement = select(*_STORED_COLUMNS).where(
             *self._of(agent_session_id), Message.seq > after_seq
         )
         if upto_seq is not None:
             statement = statement.where(Message.seq <= upto_seq)
+        if without_retracted:
+            statement = statement.where(~_retracted())
         rows = await self.db.execute(statement.order_by(Message.seq).limit(limit))
         return [StoredMessage(*row) for row in rows.all()]
+
+
+def _retracted() -> Exists:
+    """The message of the enclosing query has a retraction (an anti-join on its primary key)."""
+    return exists().where(
+        MessageRetraction.tenant_id == Message.tenant_id,
+        MessageRetraction.agent_session_id == Message.agent_session_id,
+        MessageRetraction.seq == Message.seq,
+    )
+
+
+class RetractionRepository:
+    """Retractions of live messages: recorded once each, never removed."""
+
+    def __init__(self, db: AsyncSession, scope: Scope) -> None:
+        self.db = db
+        self.scope = scope
+
+    async def newest_live(
+        self, agent_session_id: uuid.UUID, archived_upto_seq: int
+    ) -> StoredMessage | None:
+        """The newest message after ``archived_upto_seq`` that is not retracted."""
+        row = (
+            await self.db.execute(
+                select(*_STORED_COLUMNS)
+                .where(
+                    Message.tenant_id == self.scope.tenant_id,
+                    Message.agent_session_id == agent_session_id,
+                    Message.seq > archived_upto_seq,
+                    ~_retracted(),
+                )
+                .order_by(Message.seq.desc())
+                .limit(1)
+            )
+        ).first()
+        return None if row is None else StoredMessage(*row)
+
+    async def message(self, agent_session_id: uuid.UUID, seq: int) -> StoredMessage | None:
+        row = (
+            await self.db.execute(
+                select(*_STORED_COLUMNS).where(
+                    Message.tenant_id == self.scope.tenant_id,
+                    Message.agent_session_id == agent_session_id,
+                    Message.seq == seq,
+                )
+            )
+        ).first()
+        return None if row is None else StoredMessage(*row)
+
+    async def record(self, agent_session_id: uuid.UUID, seq: int) -> datetime:
+        """Retract ``seq``; the time it was retracted (the first time, if it already was)."""
+        inserted: datetime | None = await self.db.scalar(
+            pg_insert(MessageRetraction)
+            .values(tenant_id=self.scope.tenant_id, agent_session_id=agent_session_id, seq=seq)
+            .on_conflict_do_nothing()
+            .returning(MessageRetraction.retracted_at)
+        )
+        if inserted is not None:
+            return inserted
+        existing = await self.db.scalar(
+            select(MessageRetraction.retracted_at).where(
+                MessageRetraction.tenant_id == self.scope.tenant_id,
+                MessageRetraction.agent_session_id == agent_session_id,
+                MessageRetraction.seq == seq,
+            )
+        )
+        if existing is None:
+            raise RuntimeError(f"retraction of message {seq} vanished inside its transaction")
+        return existing
+
+    async def retracted_seqs(
+        self, agent_session_id: uuid.UUID, start_seq: int, end_seq: int
+    ) -> set[int]:
+        """Retracted seqs in ``[start_seq, end_seq]``."""
+        rows = await self.db.scalars(
+            select(MessageRetraction.seq).where(
+                MessageRetraction.tenant_id == self.scope.tenant_id,
+                MessageRetraction.agent_session_id == agent_session_id,
+                MessageRetraction.seq >= start_seq,
+                MessageRetraction.seq <= end_seq,
+            )
+        )
+        return set(rows.all())

@@ -308,3 +308,20 @@ class AgentSessionRead(BaseModel):
 class AgentSessionPage(BaseModel):
     items: list[AgentSessionRead]
     next_cursor: str | None
+
+
+class RetractCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    seq: int | None = Field(
+        default=None,
+        ge=1,
+        le=2**63 - 1,
+        description="the live message to retract; default: the newest one not retracted yet",
+    )
+
+
+class RetractionRead(BaseModel):
+    retracted: MessageRead | None = Field(
+        description="the retracted message as stored; null when no live message was left"
+    )
+    retracted_at: datetime | None

@@ -326,15 +326,26 @@ class AgentSessionService:
         return agent_session, rows
 
     async def messages_between(
-        self, agent_session_id: uuid.UUID, *, after_seq: int, upto_seq: int, limit: int
+        self,
+        agent_session_id: uuid.UUID,
+        *,
+        after_seq: int,
+        upto_seq: int,
+        limit: int,
+        without_retracted: bool = False,
     ) -> list[StoredMessage]:
-        """Messages ``after_seq < seq <= upto_seq``, oldest first.
+        """Messages ``after_seq < seq <= upto_seq``, oldest first (``without_retracted``: the
+        ones the agent retracted left out, as a context sends them).
 
         For callers that already hold a row only a visible agent session has (the agent session
         itself, or one of its archives): the agent session is not looked up again.
         """
         return await self.messages.read(
-            agent_session_id, after_seq=after_seq, limit=limit, upto_seq=upto_seq
+            agent_session_id,
+            after_seq=after_seq,
+            limit=limit,
+            upto_seq=upto_seq,
+            without_retracted=without_retracted,
         )
 
     async def recompute_pending(self, agent_session: AgentSession) -> int:

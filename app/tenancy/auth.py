@@ -19,7 +19,7 @@ from app.db import Database
 from app.errors import Forbidden, Unauthenticated
 from app.observability import bind_tenant
 from app.tenancy import service
-from app.tenancy.principal import Principal
+from app.tenancy.principal import Principal, Role
 
 
 def credential_from(request: Request) -> str | None:
@@ -96,6 +96,14 @@ async def writer_principal(request: Request) -> Principal:
     return principal
 
 
+async def admin_principal(request: Request) -> Principal:
+    """A tenant admin key: what managing the tenant's own settings (webhooks) takes."""
+    principal = await _principal_of(request)
+    if principal.role != Role.ADMIN:
+        raise Forbidden("this takes an admin API key")
+    return principal
+
+
 async def require_operator(request: Request) -> None:
     auth: Authenticator = request.app.state.authenticator
     if auth.settings.admin_token is None:
@@ -107,4 +115,5 @@ async def require_operator(request: Request) -> None:
 
 Reader = Annotated[Principal, Depends(current_principal)]
 Writer = Annotated[Principal, Depends(writer_principal)]
+Admin = Annotated[Principal, Depends(admin_principal)]
 Operator = Annotated[None, Depends(require_operator)]

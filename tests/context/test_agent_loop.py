@@ -1,5 +1,6 @@
-"""The example agent loop, run against the in-process app (its background worker on) through an
-httpx transport, and against the strict local OpenAI-compatible server through the real SDK."""
+"""The example agent loop, run against the in-process app (its background worker on) through the
+typed client over an ASGI transport, and against the strict local OpenAI-compatible server
+through the real SDK."""
 
 from __future__ import annotations
 
@@ -8,20 +9,23 @@ import time
 
 import httpx
 import openai
+from asgi_lifespan import LifespanManager
 
+from app.client import AsyncWorkmemClient
+from app.config import Settings
 from app.db import Database
-from examples.agent_loop import AgentLoop, LoopConfig, Workmem
-from tests.conftest import AppFactory, TenantKeys, make_tenant
+from app.main import create_app
+from examples.agent_loop import AgentLoop, LoopConfig
+from tests.conftest import make_tenant
 from tests.context.helpers import SUMMARY_PREFIX, stored_messages
 from tests.support.fake_openai import FakeOpenAI, TextReply, ToolCallReply
 
 
-async def wait_until_done(http: httpx.AsyncClient, keys: TenantKeys, agent_session_id: str) -> None:
+async def wait_until_done(workmem: AsyncWorkmemClient, agent_session_id: str) -> None:
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
-        page = await http.get(f"/v1/sessions/{agent_session_id}/archives", headers=keys.read)
-        items = page.json()["items"]
-        if items and all(item["status"] == "done" for item in items):
+        items = (await workmem.archives(agent_session_id)).items
+        if items and all(item.status == "done" for item in items):
             return
         await asyncio.sleep(0.05)
     raise AssertionError("the background worker did not finish the archives")
@@ -32,22 +36,31 @@ def user_text(turn: int) -> str:
 
 
 async def test_the_agent_loop_commits_and_calls_the_model_with_the_assembled_context(
-    own_database: Database, app_client: AppFactory, fake_openai: FakeOpenAI
+    own_database: Database, settings: Settings, fake_openai: FakeOpenAI
 ) -> None:
     keys = await make_tenant(own_database)
     fake_openai.default_reply = TextReply("Noted: " + "the dock schedule is clear. " * 4)
     config = LoopConfig(model="m", commit_threshold_tokens=200, token_budget=4_000)
+    app = create_app(
+        settings.model_copy(update={"worker_enabled": True, "worker_poll_s": 0.05}),
+        database=own_database,
+    )
     async with (
-        app_client(own_database, worker_enabled=True, worker_poll_s=0.05) as http,
+        LifespanManager(app) as manager,
+        AsyncWorkmemClient(
+            "http://workmem.test", keys.writer, transport=httpx.ASGITransport(app=manager.app)
+        ) as workmem,
+        httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=manager.app), base_url="http://workmem.test"
+        ) as http,
         openai.AsyncOpenAI(base_url=fake_openai.base_url, api_key="x", max_retries=0) as model,
     ):
-        workmem = Workmem(http, keys.writer)
-        agent_session_id = await workmem.create_session("agent-loop")
+        agent_session_id = str((await workmem.create_session(external_id="agent-loop")).id)
         loop = AgentLoop(workmem, model, agent_session_id, config)
         for turn in range(12):
             assert (await loop.turn(user_text(turn))).startswith("Noted:")
         assert loop.commits >= 2
-        await wait_until_done(http, keys, agent_session_id)
+        await wait_until_done(workmem, agent_session_id)
 
         # The model reads an archive, then answers: the tool group is stored whole and sent back.
         fake_openai.push(
@@ -80,31 +93,38 @@ async def test_the_agent_loop_commits_and_calls_the_model_with_the_assembled_con
 
 
 async def test_a_loop_that_fills_its_budget_sends_recent_covered_turns_raw(
-    own_database: Database, app_client: AppFactory, fake_openai: FakeOpenAI
+    own_database: Database, settings: Settings, fake_openai: FakeOpenAI
 ) -> None:
     keys = await make_tenant(own_database)
     fake_openai.default_reply = TextReply("Noted.")
     config = LoopConfig(model="m", commit_threshold_tokens=200, token_budget=4_000, fill=True)
+    app = create_app(
+        settings.model_copy(update={"worker_enabled": True, "worker_poll_s": 0.05}),
+        database=own_database,
+    )
     async with (
-        app_client(own_database, worker_enabled=True, worker_poll_s=0.05) as http,
+        LifespanManager(app) as manager,
+        AsyncWorkmemClient(
+            "http://workmem.test", keys.writer, transport=httpx.ASGITransport(app=manager.app)
+        ) as workmem,
         openai.AsyncOpenAI(base_url=fake_openai.base_url, api_key="x", max_retries=0) as model,
     ):
-        workmem = Workmem(http, keys.writer)
-        agent_session_id = await workmem.create_session("agent-loop-fill")
+        agent_session_id = str((await workmem.create_session(external_id="agent-loop-fill")).id)
         loop = AgentLoop(workmem, model, agent_session_id, config)
         for turn in range(12):
             await loop.turn(user_text(turn))
-        await wait_until_done(http, keys, agent_session_id)
+        await wait_until_done(workmem, agent_session_id)
         await loop.turn("And the last order?")
-        context = await workmem.context(agent_session_id, 4_000, fill=True)
-        unfilled = await workmem.context(agent_session_id, 4_000)
-    assert context["stats"]["messages_filled"] > 0
+        context = await workmem.context(agent_session_id, token_budget=4_000, fill=True)
+        unfilled = await workmem.context(agent_session_id, token_budget=4_000)
+    assert context.stats.messages_filled > 0
     last = fake_openai.requests[-1].body["messages"]
     assert last[1]["content"].startswith(SUMMARY_PREFIX)
     assert "repeated raw for their exact wording" in last[0]["content"]
-    covered = context["working_memory"]["covered_end_seq"]
-    assert context["stats"]["filled_range"]["end_seq"] == covered
-    tokens = context["tokens"]
-    assert tokens["filled"] > 0
-    assert unfilled["tokens"]["total"] < tokens["total"] <= tokens["usable"]
-    assert tokens["total"] >= 0.8 * tokens["usable"], "most of the budget is used"
+    assert context.working_memory is not None
+    assert context.stats.filled_range is not None
+    assert context.stats.filled_range.end_seq == context.working_memory.covered_end_seq
+    tokens = context.tokens
+    assert tokens.filled > 0
+    assert unfilled.tokens.total < tokens.total <= tokens.usable
+    assert tokens.total >= 0.8 * tokens.usable, "most of the budget is used"

@@ -1,6 +1,7 @@
 """A local OpenAI-compatible HTTP server for tests: scripted chat replies, strict request checks.
 
-Owns serving ``POST /v1/chat/completions`` and ``POST /v1/embeddings`` on a free loopback port
+Owns serving ``POST /v1/chat/completions``, ``POST /v1/embeddings`` and (through
+``fake_responses``) ``POST /v1/responses`` on a free loopback port
 from a background thread, replying from queues of scripted replies, recording every request, and
 rejecting (400) request bodies that a strict OpenAI server would reject. Embeddings are a
 deterministic bag of words (similar texts get similar vectors); it never generates text and never
@@ -692,6 +693,8 @@ class FakeOpenAI:
     ) -> _Response:
         if method == "POST" and path.rstrip("/") == "/v1/embeddings":
             return self._embeddings(headers, raw, body)
+        if method == "POST" and path.rstrip("/") == "/v1/responses":
+            return self._responses(headers, raw, body)
         if method != "POST" or path.rstrip("/") != "/v1/chat/completions":
             return _error_response(
                 404, f"Unknown request URL: {method} {path}.", error_type="invalid_request_error"
@@ -769,6 +772,31 @@ class FakeOpenAI:
                 "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
             },
         )
+
+    def _responses(self, headers: Mapping[str, str], raw: bytes, body: Any) -> _Response:
+        """The Responses API (``tests.support.fake_responses``), from the same script."""
+        from tests.support.fake_responses import check_responses_request, response_object
+
+        authorization = headers.get("authorization", "")
+        if not authorization.startswith("Bearer ") or not authorization[7:].strip():
+            return _error_response(
+                401,
+                "You didn't provide an API key.",
+                error_type="invalid_request_error",
+                code="invalid_api_key",
+            )
+        try:
+            check_responses_request(body)
+        except InvalidChatRequestError as error:
+            return _error_response(
+                400, error.message, error_type="invalid_request_error", param=error.param
+            )
+        with self._lock:
+            reply = self._replies.popleft() if self._replies else self.default_reply
+            number = len(self._requests) + 1
+        if isinstance(reply, TextReply | ToolCallReply):
+            return _json_response(200, response_object(reply, body, number))
+        return _render(reply, body, number)
 
     def _record_error(self, message: str) -> None:
         with self._lock:

@@ -57,6 +57,17 @@ class Process:
         )
         self.starts += 1
 
+    def wait_for_line(self, text: str, timeout_s: float = 90) -> None:
+        """Until this start of the process has logged ``text`` (the log holds every start's)."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.log_path.read_text().count(text) >= self.starts:
+                return
+            if self.process is not None and self.process.poll() is not None:
+                raise AssertionError(f"{self.name} exited: {self.log_path.read_text()[-2000:]}")
+            time.sleep(0.1)
+        raise AssertionError(f"{self.name} did not log {text!r}")
+
     def kill(self) -> None:
         if self.process is not None and self.process.poll() is None:
             self.process.kill()
@@ -77,6 +88,10 @@ class Process:
         if self._log is not None:
             self._log.close()
             self._log = None
+
+
+WORKER_STARTED = "worker(s) started"
+"""What ``workmem worker`` prints once its loops run."""
 
 
 def wait_ready(base_url: str, timeout_s: float = 90) -> None:
@@ -117,9 +132,11 @@ class Service:
         return cluster_url(self.home / "pgdata", "workmem")
 
     def start(self) -> None:
+        """Both processes, each up: the faults a test then causes find them running."""
         self.serve.start()
         wait_ready(self.base_url)
         self.worker.start()
+        self.worker.wait_for_line(WORKER_STARTED)
 
     def logs(self) -> str:
         return "".join(p.log_path.read_text() for p in (self.serve, self.worker))

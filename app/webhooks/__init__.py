@@ -1,0 +1,1 @@
+"""Webhooks: per-tenant subscriptions, a transactional outbox, and the delivery loop (DESIGN 19)."""

@@ -1,0 +1,202 @@
+"""SQL for webhook subscriptions, the outbox of deliveries and their attempts, scoped to one
+tenant; plus the delivery loop's claim across tenants.
+
+``claim_due`` calls the privileged ``workmem_claim_webhook_deliveries`` (``docs/operations.md``),
+which returns ids only; everything after it runs under the delivery's tenant. Flushes, never
+commits.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import delete, func, insert, select, text, tuple_, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.models import WebhookAttempt, WebhookDelivery, WebhookSubscription
+from app.tenancy.principal import Scope
+
+
+@dataclass(frozen=True, slots=True)
+class DeliveryClaim:
+    tenant_id: uuid.UUID
+    delivery_id: uuid.UUID
+    attempt: int
+
+
+async def claim_due(db: AsyncSession, *, lease_s: float, limit: int) -> list[DeliveryClaim]:
+    """Claim up to ``limit`` due deliveries of any tenant for ``lease_s`` seconds."""
+    rows = await db.execute(
+        text(
+            "SELECT tenant_id, delivery_id, attempt"
+            " FROM workmem_claim_webhook_deliveries(:lease_s, :limit)"
+        ),
+        {"lease_s": lease_s, "limit": limit},
+    )
+    return [DeliveryClaim(*row) for row in rows.all()]
+
+
+# One statement whatever the number of subscriptions (none: nothing is written). The tenant is
+# a named parameter, so the statement names one tenant like every other of the request.
+_ENQUEUE = text(
+    "INSERT INTO webhook_deliveries (tenant_id, webhook_id, event_id, event_type, payload)"
+    " SELECT :tenant_id, s.webhook_id, :event_id, CAST(:event_type AS text),"
+    " CAST(:payload AS jsonb)"
+    " FROM webhook_subscriptions s"
+    " WHERE s.tenant_id = :tenant_id AND CAST(:event_type AS text) = ANY(s.events)"
+)
+
+
+class WebhookRepository:
+    def __init__(self, db: AsyncSession, scope: Scope) -> None:
+        self.db = db
+        self.scope = scope
+
+    async def insert_subscription(self, values: dict[str, Any]) -> WebhookSubscription:
+        return (
+            await self.db.scalars(
+                insert(WebhookSubscription)
+                .values(tenant_id=self.scope.tenant_id, **values)
+                .returning(WebhookSubscription)
+            )
+        ).one()
+
+    async def subscriptions(self) -> Sequence[WebhookSubscription]:
+        return (
+            await self.db.scalars(
+                select(WebhookSubscription)
+                .where(WebhookSubscription.tenant_id == self.scope.tenant_id)
+                .order_by(WebhookSubscription.created_at, WebhookSubscription.webhook_id)
+            )
+        ).all()
+
+    async def subscription(self, webhook_id: uuid.UUID) -> WebhookSubscription | None:
+        return await self.db.scalar(
+            select(WebhookSubscription).where(
+                WebhookSubscription.tenant_id == self.scope.tenant_id,
+                WebhookSubscription.webhook_id == webhook_id,
+            )
+        )
+
+    async def delete_subscription(self, webhook_id: uuid.UUID) -> bool:
+        deleted = await self.db.scalar(
+            delete(WebhookSubscription)
+            .where(
+                WebhookSubscription.tenant_id == self.scope.tenant_id,
+                WebhookSubscription.webhook_id == webhook_id,
+            )
+            .returning(WebhookSubscription.webhook_id)
+        )
+        return deleted is not None
+
+    async def enqueue(self, event_id: uuid.UUID, event_type: str, payload: dict[str, Any]) -> None:
+        await self.db.execute(
+            _ENQUEUE,
+            {
+                "tenant_id": self.scope.tenant_id,
+                "event_id": event_id,
+                "event_type": event_type,
+                "payload": json.dumps(payload, ensure_ascii=False),
+            },
+        )
+
+    async def deliveries(
+        self,
+        webhook_id: uuid.UUID,
+        *,
+        before: tuple[datetime, uuid.UUID] | None,
+        limit: int,
+    ) -> Sequence[WebhookDelivery]:
+        """A subscription's deliveries, newest first, before the cursor's (created_at, id)."""
+        statement = select(WebhookDelivery).where(
+            WebhookDelivery.tenant_id == self.scope.tenant_id,
+            WebhookDelivery.webhook_id == webhook_id,
+        )
+        if before is not None:
+            statement = statement.where(
+                tuple_(WebhookDelivery.created_at, WebhookDelivery.delivery_id) < before
+            )
+        statement = statement.order_by(
+            WebhookDelivery.created_at.desc(), WebhookDelivery.delivery_id.desc()
+        ).limit(limit)
+        return (await self.db.scalars(statement)).all()
+
+    async def attempts(self, delivery_ids: Sequence[uuid.UUID]) -> Sequence[WebhookAttempt]:
+        if not delivery_ids:
+            return []
+        return (
+            await self.db.scalars(
+                select(WebhookAttempt)
+                .where(
+                    WebhookAttempt.tenant_id == self.scope.tenant_id,
+                    WebhookAttempt.delivery_id.in_(delivery_ids),
+                )
+                .order_by(WebhookAttempt.delivery_id, WebhookAttempt.attempt)
+            )
+        ).all()
+
+    async def claimed(
+        self, delivery_id: uuid.UUID, attempt: int
+    ) -> tuple[WebhookDelivery, WebhookSubscription] | None:
+        """The delivery and its subscription while this attempt holds it."""
+        row = (
+            await self.db.execute(
+                select(WebhookDelivery, WebhookSubscription)
+                .join(
+                    WebhookSubscription,
+                    (WebhookSubscription.tenant_id == WebhookDelivery.tenant_id)
+                    & (WebhookSubscription.webhook_id == WebhookDelivery.webhook_id),
+                )
+                .where(
+                    WebhookDelivery.tenant_id == self.scope.tenant_id,
+                    WebhookDelivery.delivery_id == delivery_id,
+                    WebhookDelivery.status == "sending",
+                    WebhookDelivery.attempt == attempt,
+                )
+            )
+        ).first()
+        return None if row is None else (row[0], row[1])
+
+    async def insert_attempt(self, values: dict[str, Any]) -> None:
+        await self.db.execute(
+            insert(WebhookAttempt).values(tenant_id=self.scope.tenant_id, **values)
+        )
+
+    async def settle(
+        self,
+        delivery_id: uuid.UUID,
+        attempt: int,
+        *,
+        status: str,
+        delay_s: float | None,
+        status_code: int | None,
+        error: str | None,
+    ) -> bool:
+        """Record the attempt's outcome if it still holds the delivery; False when it does not
+        (its lease passed and another attempt took over)."""
+        values: dict[str, Any] = {
+            "status": status,
+            "last_status_code": status_code,
+            "last_error": error,
+        }
+        if delay_s is not None:
+            values["next_attempt_at"] = func.now() + func.make_interval(0, 0, 0, 0, 0, 0, delay_s)
+        else:
+            values["finished_at"] = func.now()
+        settled = await self.db.scalar(
+            update(WebhookDelivery)
+            .where(
+                WebhookDelivery.tenant_id == self.scope.tenant_id,
+                WebhookDelivery.delivery_id == delivery_id,
+                WebhookDelivery.status == "sending",
+                WebhookDelivery.attempt == attempt,
+            )
+            .values(**values)
+            .returning(WebhookDelivery.delivery_id)
+        )
+        return settled is not None
