@@ -243,7 +243,7 @@ def test_the_create_prompt_carries_existing_notes_and_messages() -> None:
 
 
 def test_the_prompt_version_is_a_stable_string() -> None:
-    assert PROMPT_VERSION == "wm-prompt-2024-06-v1"
+    assert PROMPT_VERSION == "wm-prompt-2026-12-v2"
 
 
 def test_chat_message_defaults() -> None:
