@@ -147,9 +147,14 @@ def read_references(op: SectionOp, allowed: SeqRange) -> ReadOp:
 
 def attribute(body: str, cited: Mapping[str, Seqs], prior: Sequence[ItemSource]) -> SectionSources:
     """The sources of every item of ``body``: what was cited for it, what the same item had in
-    the prior, and — for prior items the body no longer holds — the sources of every prior item
-    it absorbed (one whose first 40 characters it contains, or at least half of whose lexical
-    anchors it keeps): an UPDATE that merges items keeps the union of their sources."""
+    the prior, and the sources of every prior item it absorbed: an UPDATE that merges items
+    keeps the union of their sources.
+
+    A prior item the body no longer holds was absorbed by each item that contains its first 40
+    characters (a packed line), and — when the body's items together keep at least half of its
+    lexical anchors (a digest of names, dates and amounts, which may spread them over lines) —
+    by each item that keeps one of them.
+    """
     items = split_items(body)
     keys = [source_key(item) for item in items]
     by_key: dict[str, Seqs] = {}
@@ -164,9 +169,10 @@ def attribute(body: str, cited: Mapping[str, Seqs], prior: Sequence[ItemSource])
         item_anchors = [anchors(item) for item in items]
         for entry in gone:
             wanted = anchors(entry.item)
+            held = [wanted & found for found in item_anchors]
+            spread = len(set().union(*held)) * 2 >= len(wanted) > 0
             for index, item in enumerate(lowered):
-                covered = len(wanted & item_anchors[index])
-                if is_kept(entry.item, item) or (wanted and covered * 2 >= len(wanted)):
+                if is_kept(entry.item, item) or (spread and held[index]):
                     seqs[index].update(entry.seqs)
     return tuple(
         ItemSource(item, normalised_seqs(found)) for item, found in zip(items, seqs, strict=True)

@@ -54,20 +54,22 @@ class Reading:
         # The day in force at each message: the latest one a system message gave (a session
         # header, "the current time is ..."), never a date someone merely talked about.
         self.days: list[date | None] = []
-        latest = day
+        self.day_sources: list[MessageView | None] = []
+        latest, source = day, None
         for view in views:
-            if view.role == "system":
-                latest = session_day(view.text) or latest
+            found = session_day(view.text) if view.role == "system" else None
+            if found is not None:
+                latest, source = found, view
             self.days.append(latest)
+            self.day_sources.append(source)
 
     def seq(self, view: MessageView) -> int:
         return self.first_seq + view.position
 
     def cite(self, item: str, *views: MessageView | None) -> str:
         """Record that ``item`` was taken from ``views`` (its sources); returns the item."""
-        seqs = {self.seq(view) for view in views if view is not None}
-        if seqs:
-            self.cited.setdefault(source_key(item), set()).update(seqs)
+        seqs = (self.seq(view) for view in views if view is not None)
+        self.cited.setdefault(source_key(item), set()).update(seqs)
         return item
 
     def citations(self) -> dict[str, Seqs]:

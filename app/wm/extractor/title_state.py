@@ -55,7 +55,7 @@ def state_op(reading: Reading, config: ExtractorConfig) -> dict[str, object]:
     lines: list[str] = []
     day = reading.date_before(len(reading.views) - 1) if reading.views else ""
     if day:
-        lines.append(f"{DAY_PREFIX} {day}.")
+        lines.append(reading.cite(f"{DAY_PREFIX} {day}.", reading.day_sources[-1]))
     last_user = next((v for v in reversed(reading.talk) if v.role == "user"), None)
     last_reply = next((v for v in reversed(reading.talk) if v.role == "assistant"), None)
     if last_user is not None:
