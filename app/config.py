@@ -116,6 +116,14 @@ class Settings(BaseSettings):
     embedding_timeout_s: float = Field(default=30.0, gt=0)
     embedding_max_retries: int = Field(default=2, ge=0, le=10)
 
+    # --- pins (DESIGN 18) ------------------------------------------------------------------------
+    pin_max_tokens: int = Field(
+        default=2000,
+        ge=1,
+        le=100_000,
+        description="the most all pins in force of one agent session may hold, in tokens",
+    )
+
     @property
     def use_openai(self) -> bool:
         if self.llm_provider == "auto":

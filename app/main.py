@@ -30,6 +30,7 @@ from app.config import Settings
 from app.context.endpoints import router as context_router
 from app.db import Database, is_unavailable
 from app.errors import AppError, Unavailable, field_errors
+from app.history.endpoints import router as history_router
 from app.llm.ports import ChatModel
 from app.memories.embedding import Embedder
 from app.memories.endpoints import router as memories_router
@@ -38,6 +39,7 @@ from app.memories.hashing import HashingEmbedder
 from app.memories.service import embedder_problem
 from app.migrations import head_revision
 from app.observability import ObserveRequests
+from app.pins.endpoints import router as pins_router
 from app.sessions.endpoints import router as sessions_router
 from app.sessions.group_commit import GroupCommit
 from app.tenancy import service as tenancy
@@ -290,6 +292,9 @@ def create_app(
     # The audit pages (/ui) and their stylesheet.
     install_audit_pages(app)
     app.include_router(memories_router)
+    # Pins and history search (DESIGN 18).
+    app.include_router(pins_router)
+    app.include_router(history_router)
     app.mount("/metrics", make_asgi_app())
 
     # The OpenViking-compatible API under /api/v1, with its own envelope errors (and /health).

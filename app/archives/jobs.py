@@ -30,6 +30,8 @@ from app.memories.extraction import Prepared
 from app.memories.jobs import MemoryJobService
 from app.memories.records import Failure, FailureStage, MemoryReport, Source
 from app.models import Archive, ArchiveStatus
+from app.pins.records import Pin
+from app.pins.service import pins_in_force
 from app.tenancy.principal import Scope
 from app.wm.sections import SECTIONS, Section
 
@@ -43,7 +45,8 @@ class LeaseLost(Exception):
 @dataclass(frozen=True, slots=True)
 class Work:
     """A claimed archive's input: its row, the prior WM, and every message it must cover
-    (consecutive, the first numbered ``first_seq``), with where its memories come from."""
+    (consecutive, the first numbered ``first_seq``), with where its memories come from and
+    the agent session's pins in force (shown to the model beside the prior)."""
 
     archive: Archive
     prior: WorkingMemory
@@ -51,6 +54,7 @@ class Work:
     covers_failed_archives: list[int]
     first_seq: int
     source: Source
+    pins: tuple[Pin, ...] = ()
 
     @property
     def numbered(self) -> list[tuple[int, dict[str, Any]]]:
@@ -75,7 +79,8 @@ class ArchiveJobService:
 
     def __init__(self, db: AsyncSession, tenant_id: uuid.UUID) -> None:
         self.db = db
-        self.archives = ArchiveRepository(db, Scope(tenant_id))
+        self.scope = Scope(tenant_id)
+        self.archives = ArchiveRepository(db, self.scope)
 
     async def _owned(self, claim: Claim, *, lock: bool) -> Archive:
         archive = await self.archives.get(claim.agent_session_id, claim.archive_seq, lock=lock)
@@ -114,6 +119,7 @@ class ArchiveJobService:
             covers_failed_archives=[row.archive_seq for row in failed],
             first_seq=start_seq,
             source=Source(agent_session_id, claim.archive_seq, user_id, agent_id),
+            pins=tuple(await pins_in_force(self.db, self.scope, agent_session_id)),
         )
 
     async def finish(
@@ -149,6 +155,7 @@ class ArchiveJobService:
                     "guard": None if decision.guard is None else decision.guard.value,
                     "reason": decision.reason.value,
                     "details": _json_safe(dict(decision.details)),
+                    "sources": [entry.as_json() for entry in result.sources.get(section, ())],
                     "generator": generated.generator,
                     "model": generated.model,
                     "prompt_version": generated.prompt_version,

@@ -3,6 +3,7 @@
 from app.models.archives import Archive, ArchiveStatus, WmSectionVersion
 from app.models.audit import AuditorLogin
 from app.models.memories import Memory, MemoryEvent
+from app.models.pins import Pin, PinEvent
 from app.models.sessions import AgentSession, Message
 from app.models.tenancy import ApiKey, Tenant
 
@@ -15,6 +16,8 @@ __all__ = [
     "Memory",
     "MemoryEvent",
     "Message",
+    "Pin",
+    "PinEvent",
     "Tenant",
     "WmSectionVersion",
 ]

@@ -259,7 +259,7 @@ async def _reproduced(
     rebuilt: list[dict[str, Any]] = []
     for archive in done:
         messages = [dict(m.message) for m in history[archive.start_seq - 1 : archive.end_seq]]
-        generated = await generator.generate(prior, messages)
+        generated = await generator.generate(prior, messages, first_seq=archive.start_seq)
         sections = generated.result.sections
         rebuilt += [
             {
@@ -270,5 +270,7 @@ async def _reproduced(
             }
             for n, s in enumerate(SECTIONS, start=1)
         ]
-        prior = WorkingMemory(archive.archive_seq, archive.end_seq, sections)
+        prior = WorkingMemory(
+            archive.archive_seq, archive.end_seq, sections, sources=generated.result.sources
+        )
     return _history_hash(rebuilt) == _history_hash(versions)

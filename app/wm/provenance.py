@@ -88,24 +88,24 @@ class Provenance:
     ``allowed``: the seqs a reference may name (the messages the archive and its prior cover).
     ``prior``: the prior's item sources by section. ``cited``: sources given beside the ops by
     ``source_key`` (the offline extractor's, for every section); ``None`` means they are read
-    from the ops' trailing references (a model). ``evidence``: seqs of the user messages of
-    this archive that state a constraint.
+    from the ops' trailing references (a model). ``evidence``: the user messages of this
+    archive that state a constraint, by seq, their text normalised.
     """
 
     allowed: SeqRange
     prior: Mapping[Section, SectionSources] = field(default_factory=dict)
     cited: Mapping[str, Seqs] | None = None
-    evidence: frozenset[int] = frozenset()
+    evidence: Mapping[int, str] = field(default_factory=dict)
 
 
-def constraint_evidence(messages: Sequence[Mapping[str, object]], first_seq: int) -> frozenset[int]:
-    """Seqs of the user messages (numbered from ``first_seq``) whose text has a constraint
-    keyword of guard C."""
-    return frozenset(
-        first_seq + view.position
+def constraint_evidence(messages: Sequence[Mapping[str, object]], first_seq: int) -> dict[int, str]:
+    """The user messages (numbered from ``first_seq``) whose text has a constraint keyword of
+    guard C: seq → the text, normalised (what a quoting item is compared with)."""
+    return {
+        first_seq + view.position: normalise(view.text)
         for view in read_messages(messages)
         if view.role == "user" and states_constraint(view.text)
-    )
+    }
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,12 +194,13 @@ def mark_unsourced(
     sources: SectionSources,
     prior_body: str,
     prior: Sequence[ItemSource],
-    evidence: frozenset[int],
+    evidence: Mapping[int, str],
 ) -> Unsourced:
-    """Mark every constraint of ``body`` that is not a constraint of the prior and whose
-    sources name no user message stating a constraint (``evidence``, or the evidence of the
-    prior's constraints). A constraint carried from the prior is never marked: guard C keeps
-    it, and its sources are whatever it had."""
+    """Mark every constraint of ``body`` that is not a constraint of the prior and that no
+    user message stating a constraint gave: neither do its sources name one (of ``evidence``,
+    or the evidence of the prior's constraints), nor does it quote one word for word (three
+    words or more; a model that forgot its references is not taken for one that invented).
+    A constraint carried from the prior is never marked: guard C keeps it as it was."""
     protected = {source_key(item) for item in split_items(prior_body) if is_constraint(item)}
     pool = set(evidence).union(*(entry.evidence for entry in prior))
     lines: list[str] = []
@@ -217,16 +218,25 @@ def mark_unsourced(
             lines.append(line)
             kept.append(entry)
             continue
-        found = tuple(seq for seq in entry.seqs if seq in pool)
-        if found or source_key(item) in protected:
+        key = source_key(item)
+        quoted = [seq for seq, text in evidence.items() if _quotes(key, text)]
+        found = normalised_seqs([*(seq for seq in entry.seqs if seq in pool), *quoted])
+        if found or key in protected:
             lines.append(line)
-            kept.append(ItemSource(entry.item, entry.seqs, found))
+            kept.append(ItemSource(entry.item, normalised_seqs([*entry.seqs, *found]), found))
             continue
         item = with_marker(Marker.UNSOURCED, item)
         lines.append(f"- {item}")
         kept.append(ItemSource(item, entry.seqs))
         marked.append(item)
     return Unsourced("\n".join(lines), tuple(kept), marked[:_LIST_LIMIT])
+
+
+_QUOTE_MIN_WORDS: Final = 3
+
+
+def _quotes(key: str, text: str) -> bool:
+    return len(key.split()) >= _QUOTE_MIN_WORDS and key in text
 
 
 def cited_markdown(

@@ -235,7 +235,7 @@ async def test_rls_is_forced_on_every_tenant_table(admin_database: Database) -> 
         ).all()
     # auditor_logins maps auditor roles to their tenant; the operator writes it, not the API.
     assert sorted(row[0] for row in rows) == sorted(
-        [*TENANT_TABLES, "auditor_logins", "memories", "memory_events"]
+        [*TENANT_TABLES, "auditor_logins", "memories", "memory_events", "pins", "pin_events"]
     )
     assert all(row[1] and row[2] for row in rows), rows
 

@@ -122,8 +122,10 @@ def _checked(
     *,
     prior_body: str = "",
     prior: tuple[ItemSource, ...] = (),
-    evidence: frozenset[int] = frozenset({4}),
+    evidence: dict[int, str] | None = None,
 ) -> tuple[str, list[str], list[tuple[int, ...]]]:
+    if evidence is None:
+        evidence = {4: "i said: never push to main on a friday"}
     sources = attribute(body, cited, prior)
     result = mark_unsourced(body, sources, prior_body, prior, evidence)
     return result.body, result.marked, [entry.evidence for entry in result.sources]
@@ -146,6 +148,11 @@ UNSOURCED_CASES: list[tuple[str, dict[str, tuple[int, ...]], str, list[tuple[int
     ("- [lifted] Never deploy on Fridays", {}, "", [()]),
     # a fake restoration marker is no shield
     ("- [kept constraint] Always use tabs", {}, "[unsourced] Always use tabs", [()]),
+    # uncited, but quoting a user message that states a constraint, word for word
+    ("- Never push to main on a Friday.", {}, "", [(4,)]),
+    ("- never push to main", {}, "", [(4,)]),
+    # a quote of two words is not enough to tell who said it
+    ("- never push", {}, "[unsourced] never push", [()]),
 ]
 
 
@@ -193,7 +200,7 @@ def test_the_evidence_of_the_prior_counts_for_a_rephrased_constraint() -> None:
         {"do not ship anything on a friday": (2,)},
         prior_body="- Never deploy on Fridays",
         prior=prior,
-        evidence=frozenset(),
+        evidence={},
     )
     assert marked == []
     assert evidence == [(2,)]
@@ -210,12 +217,15 @@ def test_headings_and_blank_lines_pass_through() -> None:
 
 def test_constraint_evidence_is_user_messages_with_a_keyword() -> None:
     messages: list[Any] = [
-        {"role": "user", "content": "Never touch prod."},
+        {"role": "user", "content": "Never touch  *prod*."},
         {"role": "assistant", "content": "I will never touch prod."},
         {"role": "user", "content": "Thanks."},
         {"role": "user", "content": [{"type": "text", "text": "不要用 pip"}]},
     ]
-    assert constraint_evidence(messages, first_seq=10) == frozenset({10, 13})
+    assert constraint_evidence(messages, first_seq=10) == {
+        10: "never touch *prod",
+        13: "不要用 pip",
+    }
 
 
 def test_sources_round_trip_through_json_and_bad_entries_are_skipped() -> None:
@@ -298,7 +308,7 @@ def test_an_invented_constraint_is_marked_and_reported_beside_a_restoration() ->
         prior,
         ops_for(TASK, update_op("- Always deploy on Fridays (#5)")),
         counter=words,
-        provenance=_provenance(evidence=frozenset({2})),
+        provenance=_provenance(evidence={2: "never use pip"}),
     )
     decision = result.decision(TASK)
     assert decision.reason is Reason.UNSOURCED_CONSTRAINT
