@@ -182,7 +182,8 @@ def assemble(
     )
     layer = max(0, min(budget.wm_layer, usable - hint_tokens - forced_tokens))
     pinned = pinned_block(pins, layer, counter)
-    layer -= pinned.tokens
+    # A pin is left out only when nothing of the summary could be sent beside the pins.
+    layer = layer - pinned.tokens if not pinned.left_out else 0
     summary = None if working_memory is None else summarise(working_memory, layer, counter)
     wm_tokens = summary.tokens if summary is not None else 0
     if summary is not None and summary.text is None and not hint_omitted:

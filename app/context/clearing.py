@@ -80,7 +80,8 @@ def clear_units(
             continue
         names = _tool_names(unit)
         members: list[StoredMessage] = []
-        for member in unit.members:
+        # Newest first within a group too; the members are put back in order below.
+        for member in reversed(unit.members):
             name = names.get(str(member.message.get("tool_call_id")), "a tool")
             if member.role != "tool" or name in clearing.excluded:
                 members.append(member)
@@ -97,7 +98,7 @@ def clear_units(
             sent: dict[str, Any] = {**member.message, "content": text}
             members.append(replace(member, message=sent, token_count=tokens))
             saved[member.seq] = member.token_count - tokens
-        result[index] = Unit(tuple(members))
+        result[index] = Unit(tuple(reversed(members)))
     return Cleared(result, saved, kept - kept_before)
 
 
