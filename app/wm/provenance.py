@@ -31,6 +31,9 @@ from app.wm.references import SeqRange, Seqs, cite, normalised_seqs, with_refere
 from app.wm.sections import SECTIONS, Section
 
 _LIST_LIMIT: Final = 50
+_INSTRUCTING: Final = frozenset({"user", "system"})
+"""Who may give a constraint: the user, and the operator in a system message (an agent's own
+policy); an assistant or a tool result never does."""
 
 
 def source_key(item: str) -> str:
@@ -99,12 +102,12 @@ class Provenance:
 
 
 def constraint_evidence(messages: Sequence[Mapping[str, object]], first_seq: int) -> dict[int, str]:
-    """The user messages (numbered from ``first_seq``) whose text has a constraint keyword of
-    guard C: seq → the text, normalised (what a quoting item is compared with)."""
+    """The user and system messages (numbered from ``first_seq``) whose text has a constraint
+    keyword of guard C: seq → the text, normalised (what a quoting item is compared with)."""
     return {
         first_seq + view.position: normalise(view.text)
         for view in read_messages(messages)
-        if view.role == "user" and states_constraint(view.text)
+        if view.role in _INSTRUCTING and states_constraint(view.text)
     }
 
 
