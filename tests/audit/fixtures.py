@@ -115,9 +115,10 @@ BILLING_SCRIPT: list[ScriptStep] = [
     tool_call(
         keep_all(
             SESSION_TITLE=update("Weekend plans"),
-            CURRENT_STATE=update("Stripe client wired in; invoices next."),
+            # Messages 3 and 4 are this archive's: the references become each item's sources.
+            CURRENT_STATE=update("Stripe client wired in; invoices next. (#3, #4)"),
             TASK_AND_GOALS=update("- Migrate invoice creation to Stripe"),
-            KEY_FACTS=update("- Stripe chosen"),
+            KEY_FACTS=update("- Stripe chosen (#4)"),
             FILES=update("- app/billing/service.py"),
             ERRORS=update("- TypeError: amount must be an integer"),
             OPEN_ISSUES=update("- Do we need a migration for old invoices?"),
