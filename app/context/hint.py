@@ -66,9 +66,8 @@ def system_prompt_addition(
     expand = (
         f"Exact older messages are kept in numbered archives ({_index(index, listed)}); to read "
         f"one, call GET /v1/sessions/{agent_session_id}/archives/{{archive_seq}} (without the "
-        f"number, the same path lists them). To find which messages hold given words, archived "
-        f"or not, call the same session's /history/search?q={{words}}: each hit names its "
-        f"message seq and archive."
+        f"number, the same path lists them); to find the messages that hold given words, call "
+        f"the same session's /history/search?q={{words}}."
     )
     if summary_archive is None:
         return (

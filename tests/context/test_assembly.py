@@ -433,6 +433,7 @@ def test_hint_names_the_summary_the_unsummarised_archives_and_the_expand_endpoin
     assert "Archives 13-14 (messages 481-560) are not summarised yet" in text
     assert "archives (14 = messages 521-560, 13 = 481-520, 12 = 441-480, and older)" in text
     assert "GET /v1/sessions/S/archives/{archive_seq}" in text
+    assert "the same session's /history/search?q={words}" in text, "history search, beside it"
     assert text.count("/v1/sessions/S") == 1, "the session id is written once"
     one = system_prompt_addition(
         "S", summary_archive=ArchiveRange(13, 1, 520), index=index, listed=3
@@ -455,6 +456,8 @@ def test_hint_names_the_summary_the_unsummarised_archives_and_the_expand_endpoin
     assert system_prompt_addition("S", summary_archive=None, index=[], listed=3) == ""
     raw = system_prompt_addition("S", summary_archive=None, index=index[-1:], listed=3)
     assert raw.startswith("Messages 1-40 of this conversation are archived but not summarised")
+    for hint in (one, done, left_out, raw):
+        assert hint.endswith("call the same session's /history/search?q={words}.")
 
 
 @pytest.mark.parametrize(("usable", "listed"), [(1, 3), (7_500, 3), (10_000, 4), (108_000, 20)])

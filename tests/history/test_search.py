@@ -14,7 +14,7 @@ from sqlalchemy import text
 from app.db import Database
 from app.history.query import prepared
 from tests.archives.test_commit import append, assistant, calls, commit, user
-from tests.conftest import TenantKeys
+from tests.conftest import AppFactory, TenantKeys, make_tenant
 from tests.sessions.test_api import create_session
 
 
@@ -198,30 +198,33 @@ WHERE m.tenant_id = :tenant AND m.agent_session_id = :sid AND m.seq BETWEEN 1 AN
 
 
 async def test_the_gin_index_serves_the_match_as_the_definer_and_cannot_under_rls(
-    admin_database: Database, client: httpx.AsyncClient, tenant: TenantKeys
+    own_database: Database, own_admin_database: Database, app_client: AppFactory
 ) -> None:
-    """Why the search runs in a SECURITY DEFINER function: in a long agent session, a rare word
-    is found through the GIN index by workmem_definer; under the tenant policy the
-    non-leakproof ``@@`` is evaluated row by row, and the index is never used."""
-    sid = await create_session(client, tenant)
-    for batch in range(8):
-        await append(
-            client,
-            tenant,
-            sid,
-            [user(f"ordinary message {batch}-{n} about flights and fares") for n in range(500)],
-        )
-    await append(client, tenant, sid, [user("the zeppelin leaves at noon")])
-    async with admin_database.unscoped() as db:
+    """Why the search runs in a SECURITY DEFINER function: in a long agent session (its own
+    database, so the statistics are this session's), a rare word is found through the GIN index
+    by workmem_definer; under the tenant policy the non-leakproof ``@@`` is evaluated row by
+    row, and the index is never used."""
+    keys = await make_tenant(own_database)
+    async with app_client(own_database) as http:
+        sid = await create_session(http, keys)
+        for batch in range(8):
+            await append(
+                http,
+                keys,
+                sid,
+                [user(f"ordinary message {batch}-{n} about flights and fares") for n in range(500)],
+            )
+        await append(http, keys, sid, [user("the zeppelin leaves at noon")])
+        hits = (await search(http, keys, sid, q="zeppelin")).json()["items"]
+    assert [hit["seq"] for hit in hits] == [4_001]
+    async with own_admin_database.unscoped() as db:
         await db.execute(text("ANALYZE messages"))
-    params = {"tenant": tenant.tenant_id, "sid": sid}
+    params = {"tenant": keys.tenant_id, "sid": sid}
     plans: dict[str, str] = {}
     for role in ("workmem_definer", "workmem_app"):
-        async with admin_database.tenant(tenant.tenant_id) as db:
+        async with own_admin_database.tenant(keys.tenant_id) as db:
             await db.execute(text(f"SET LOCAL ROLE {role}"))
             rows = (await db.execute(text(INNER), params)).scalars().all()
             plans[role] = "\n".join(rows)
     assert "Bitmap Index Scan on ix_messages_content_words" in plans["workmem_definer"], plans
     assert "ix_messages_content_words" not in plans["workmem_app"], plans
-    hits = (await search(client, tenant, sid, q="zeppelin")).json()["items"]
-    assert [hit["seq"] for hit in hits] == [4_001]
