@@ -181,6 +181,13 @@ class Settings(BaseSettings):
     webhooks_poll_s: float = Field(default=1.0, gt=0)
     webhooks_lease_s: float = Field(default=60.0, gt=0)
     webhooks_batch: int = Field(default=16, ge=1, le=500)
+    # --- pins (DESIGN 18) ------------------------------------------------------------------------
+    pin_max_tokens: int = Field(
+        default=2000,
+        ge=1,
+        le=100_000,
+        description="the most all pins in force of one agent session may hold, in tokens",
+    )
 
     @property
     def use_openai(self) -> bool:

@@ -34,6 +34,7 @@ from app.config import Settings
 from app.context.endpoints import router as context_router
 from app.db import Bounds, Database, is_unavailable, translate
 from app.errors import AppError, PayloadTooLarge, RequestTimeout, Unavailable, field_errors
+from app.history.endpoints import router as history_router
 from app.limits.service import LimitConfig, TenantLimits
 from app.llm.instrumented import InstrumentedChatModel
 from app.llm.ports import ChatModel
@@ -44,6 +45,7 @@ from app.memories.hashing import HashingEmbedder
 from app.memories.service import embedder_problem
 from app.migrations import head_revision
 from app.observability import ObserveRequests
+from app.pins.endpoints import router as pins_router
 from app.sessions.endpoints import router as sessions_router
 from app.sessions.group_commit import GroupCommit
 from app.tenancy import service as tenancy
@@ -399,6 +401,9 @@ def create_app(
     app.include_router(memories_router)
     # Webhook subscriptions (tenant admin keys).
     app.include_router(webhooks_router)
+    # Pins and history search (DESIGN 18).
+    app.include_router(pins_router)
+    app.include_router(history_router)
 
     # The OpenViking-compatible API under /api/v1, with its own envelope errors (and /health).
     install_openviking_api(app, is_unavailable=is_unavailable)

@@ -39,11 +39,21 @@ def _arguments() -> argparse.Namespace:
     parser.add_argument(
         "--generators", default="offline,adversarial", help="offline, adversarial or both"
     )
+    parser.add_argument(
+        "--features",
+        action="store_true",
+        help="also score each context with tool-result clearing on and with a pin",
+    )
+    parser.add_argument("--clear-keep", type=int, default=3)
     return parser.parse_args()
 
 
 async def evaluate_both(arguments: argparse.Namespace, console: Console) -> dict[str, Any]:
-    options = EvalOptions(schedule=Schedule(every=arguments.every, keep=arguments.keep))
+    options = EvalOptions(
+        schedule=Schedule(every=arguments.every, keep=arguments.keep),
+        features=arguments.features,
+        clear_keep=arguments.clear_keep,
+    )
     sets = None if arguments.sets is None else frozenset(arguments.sets.split(","))
     wanted = set(arguments.generators.split(","))
     runs: dict[str, tuple[SuiteRun, dict[str, Any]]] = {}
@@ -78,6 +88,7 @@ async def evaluate_both(arguments: argparse.Namespace, console: Console) -> dict
         header["adversary"] = {
             "model_calls": adversary.calls,
             "attacks": adversary.attacks,
+            "constraints_invented": adversary.invented,
             "attack_cycle": list(ATTACK_NAMES),
             "server_errors": errors,
         }

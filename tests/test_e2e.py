@@ -196,3 +196,58 @@ def test_serve_with_two_workers_runs_one_archive_worker(home: Path) -> None:
         assert len(children(server.process.pid)) >= 2, "two server processes"
     finally:
         server.stop()
+
+
+def test_pins_sources_clearing_and_history_search_through_the_real_server(home: Path) -> None:
+    """The features of DESIGN 18 through ``workmem serve``: a pin of a message's exact text in
+    every context after the summary, each item's sources in the working memory, an older tool
+    result cleared, and history search finding an archived message by its path."""
+    server = Server(home)
+    try:
+        server.wait_ready()
+        key_line = next(line for line in server.lines if "API key" in line)
+        key = Path(key_line.rsplit(" ", 1)[-1]).read_text().strip()
+        headers = {"Authorization": f"Bearer {key}"}
+        with httpx.Client(base_url=server.base_url, headers=headers, timeout=30) as http:
+            sid = http.post("/v1/sessions", json={"external_id": "features"}).json()["id"]
+            call = {"id": "c1", "type": "function", "function": {"name": "cat", "arguments": "{}"}}
+            messages = [
+                {"role": "user", "content": "Fix app/models/user.py. Never touch the migrations."},
+                {"role": "assistant", "content": None, "tool_calls": [call]},
+                {"role": "tool", "tool_call_id": "c1", "content": "class User:\n    pass\n" * 80},
+                {"role": "assistant", "content": "User has no email field; adding it."},
+            ]
+            batch = http.post(f"/v1/sessions/{sid}/messages:batch", json={"messages": messages})
+            assert batch.status_code == 201, batch.text
+            pinned = http.post(f"/v1/sessions/{sid}/pins", json={"message_seq": 1})
+            assert pinned.status_code == 201, pinned.text
+            done = http.post(
+                f"/v1/sessions/{sid}/commit", json={"keep_recent_count": 0, "wait": True}
+            )
+            assert done.json()["status"] == "done", done.text
+            sources = done.json()["working_memory"]["sources"]
+            assert any(entry["seqs"] for entries in sources.values() for entry in entries)
+            follow_up = [
+                {"role": "user", "content": "Run the tests"},
+                {"role": "assistant", "content": None, "tool_calls": [{**call, "id": "c2"}]},
+                {"role": "tool", "tool_call_id": "c2", "content": "FAILED test_user\n" * 80},
+                {"role": "assistant", "content": None, "tool_calls": [{**call, "id": "c3"}]},
+                {"role": "tool", "tool_call_id": "c3", "content": "3 passed"},
+                {"role": "user", "content": "Good?"},
+            ]
+            http.post(f"/v1/sessions/{sid}/messages:batch", json={"messages": follow_up})
+            context = http.get(
+                f"/v1/sessions/{sid}/context",
+                params={"token_budget": 8_000, "clear_tool_results": 1},
+            ).json()
+            assert context["messages"][1]["content"].startswith("[Pinned]")
+            assert "Never touch the migrations." in context["messages"][1]["content"]
+            assert context["stats"]["clearing"]["cleared_seqs"] == [7]
+            assert context["stats"]["clearing"]["tokens_saved"] > 0
+            assert "/history/search?q=" in context["system_prompt_addition"]
+            found = http.get(
+                f"/v1/sessions/{sid}/history/search", params={"q": "app/models/user.py"}
+            ).json()["items"]
+            assert [(hit["seq"], hit["archive_seq"]) for hit in found] == [(1, 1)]
+    finally:
+        server.stop()

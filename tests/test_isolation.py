@@ -47,6 +47,7 @@ BODIES: dict[tuple[str, str], Any] = {
     },
     ("post", "/api/v1/sessions/{session_id}/commit"): {"keep_recent_count": 0},
     ("post", "/v1/sessions/{agent_session_id}/messages:retract"): {},
+    ("post", "/v1/sessions/{agent_session_id}/pins"): {"text": "a probe's pin"},
     ("post", "/v1/webhooks"): {"url": "https://93.184.216.34/hooks", "events": ["archive.done"]},
 }
 """A valid body for each operation that takes one (a new such route must be added here)."""
@@ -55,7 +56,7 @@ BODIES: dict[tuple[str, str], Any] = {
 @dataclass
 class Objects:
     """One tenant's objects that probes name: an agent session with a done archive, a key, a
-    long-term memory, a webhook subscription."""
+    long-term memory, a webhook subscription, a pin."""
 
     keys: TenantKeys
     agent_session_id: str
@@ -64,6 +65,7 @@ class Objects:
     task_id: str
     memory_id: str
     webhook_id: str
+    pin_id: str
     message_count: int = 0
 
     def path_values(self) -> dict[str, str]:
@@ -77,6 +79,7 @@ class Objects:
             "task_id": self.task_id,
             "memory_id": self.memory_id,
             "webhook_id": self.webhook_id,
+            "pin_id": self.pin_id,
         }
 
 
@@ -91,6 +94,7 @@ def missing_values() -> dict[str, str]:
         "task_id": f"{uuid.uuid4()}:1",
         "memory_id": str(uuid.uuid4()),
         "webhook_id": str(uuid.uuid4()),
+        "pin_id": str(uuid.uuid4()),
     }
 
 
@@ -126,6 +130,12 @@ async def objects_of(
         "/v1/webhooks", json=BODIES[("post", "/v1/webhooks")], headers=keys.headers(keys.admin)
     )
     assert hooked.status_code == 201, hooked.text
+    pinned = await http.post(
+        f"/v1/sessions/{agent_session_id}/pins",
+        json={"text": "pinned: a secret of mine"},
+        headers=writer,
+    )
+    assert pinned.status_code == 201, pinned.text
     assert remembered, "the probe needs a long-term memory of this owner"
     return Objects(
         keys,
@@ -135,6 +145,7 @@ async def objects_of(
         task_id,
         remembered[0]["id"],
         hooked.json()["id"],
+        pinned.json()["pin_id"],
     )
 
 

@@ -99,11 +99,15 @@ async def sessions(counted: Counted) -> list[str]:
         ("/v1/sessions/{id}/archives/1", 5),
         ("/v1/sessions/{id}/working-memory", 3),
         ("/v1/sessions/{id}/working-memory/history", 2),
-        ("/v1/sessions/{id}/context?token_budget=8000", 5),
+        # The pins in force are one indexed read.
+        ("/v1/sessions/{id}/context?token_budget=8000", 6),
         # Fill reads the covered messages it needs once, newest first.
-        ("/v1/sessions/{id}/context?token_budget=8000&fill=true", 6),
+        ("/v1/sessions/{id}/context?token_budget=8000&fill=true", 7),
+        ("/v1/sessions/{id}/context?token_budget=8000&fill=true&clear_tool_results=1", 7),
+        ("/v1/sessions/{id}/pins", 3),
+        ("/v1/sessions/{id}/history/search?q=migration", 3),
         ("/v1/sessions/{id}/messages", 3),
-        ("/v1/sessions/{id}/context?token_budget=8000&recall=fix+the+migration", 6),
+        ("/v1/sessions/{id}/context?token_budget=8000&recall=fix+the+migration", 7),
         ("/v1/memories?limit=50", 2),
         ("/v1/memories/search?q=fix+the+models", 2),
     ],

@@ -3,12 +3,12 @@
 A Citus cluster distributed by ``tenant_id`` (docs/scaling.md) routes a statement to one node
 when each table it reads or writes is filtered by (or inserted with) one ``tenant_id`` value.
 This records every statement the API and the archive jobs send during appends (single, batched,
-grouped), a retraction, commits, archive processing (with its webhook outbox rows), context,
-expand, working memory and history, listing and deletion, idempotent retries, quotas, a tenant
-admin's keys, webhook subscriptions and their deliveries, across two tenants, and checks each: a
-``tenant_id`` equality or insert whose values are all one tenant, the per-transaction tenant setup,
-the append function (called with its tenant), or one of the listed privileged functions and
-connection-level statements.
+grouped), a retraction, commits, archive processing (with its webhook outbox rows), context
+(with pins and clearing), expand, working memory and history, pins, history search, listing and
+deletion, idempotent retries, quotas, a tenant admin's keys, webhook subscriptions and their
+deliveries, across two tenants, and checks each: a ``tenant_id`` equality or insert whose values
+are all one tenant, the per-transaction tenant setup, the append function (called with its
+tenant), or one of the listed privileged functions and connection-level statements.
 """
 
 from __future__ import annotations
@@ -151,7 +151,15 @@ async def workload(http: httpx.AsyncClient, keys: TenantKeys) -> None:
             json={"role": "user", "content": "and the migration?"},
             headers=keys.write,
         )
+    pinned = await http.post(
+        f"/v1/sessions/{sid}/pins", json={"text": "Never deploy on Fridays"}, headers=keys.write
+    )
+    assert pinned.status_code == 201, pinned.text
+    await http.post(f"/v1/sessions/{sid}/pins", json={"message_seq": 1}, headers=keys.write)
     for path in (
+        f"/v1/sessions/{sid}/pins",
+        f"/v1/sessions/{sid}/history/search?q=app/main.py&limit=5",
+        f"/v1/sessions/{sid}/context?token_budget=4000&clear_tool_results=0&fill=true",
         f"/v1/sessions/{sid}",
         "/v1/sessions",
         f"/v1/sessions/{sid}/messages",
@@ -167,6 +175,10 @@ async def workload(http: httpx.AsyncClient, keys: TenantKeys) -> None:
     for path in ("/v1/webhooks", f"/v1/webhooks/{webhook_id}/deliveries"):
         response = await http.get(path, headers=admin)
         assert response.status_code == 200, (path, response.text)
+    unpinned = await http.delete(
+        f"/v1/sessions/{sid}/pins/{pinned.json()['pin_id']}", headers=keys.write
+    )
+    assert unpinned.status_code == 204
     await http.post(f"/v1/sessions/{sid}/compact?fill=true", headers=keys.write)
     deleted = await http.delete(f"/v1/sessions/{sid}", headers=keys.write)
     assert deleted.status_code == 204

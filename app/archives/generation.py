@@ -16,10 +16,12 @@ from typing import Literal
 
 from app.archives.working_memory import WorkingMemory
 from app.llm.ports import ChatModel, ModelError, Usage
-from app.wm.extractor import extract_ops
+from app.wm.extractor import extract
 from app.wm.merge import MergeResult, creation_ops, merge
 from app.wm.prompts import PROMPT_VERSION, batch_messages, create_prompt, update_prompt
+from app.wm.provenance import Provenance, cited_markdown, constraint_evidence
 from app.wm.recovery import RecoveryPath, recover_arguments, recover_document
+from app.wm.references import SeqRange
 from app.wm.schema import CREATE_TOOL, UPDATE_TOOL
 from app.wm.sections import Section, empty_sections, parse, render
 from app.wm.thresholds import DEFAULT_CONFIG, GuardConfig, size_warnings
@@ -95,6 +97,26 @@ def offline_batches(
     return batches
 
 
+def consecutive_runs(numbers: Sequence[int]) -> list[tuple[int, int]]:
+    """The ``(start, end)`` index ranges of ``numbers`` that count up by one without a gap."""
+    runs: list[tuple[int, int]] = []
+    start = 0
+    for index in range(1, len(numbers) + 1):
+        if index == len(numbers) or numbers[index] != numbers[index - 1] + 1:
+            runs.append((start, index))
+            start = index
+    return runs
+
+
+@dataclass(frozen=True, slots=True)
+class Batch:
+    """One model call's messages, the seq of the first, and the pins shown beside them."""
+
+    messages: Sequence[Mapping[str, object]]
+    first_seq: int
+    pins: tuple[str, ...] = ()
+
+
 class WorkingMemoryGenerator:
     def __init__(
         self,
@@ -110,26 +132,62 @@ class WorkingMemoryGenerator:
         self.config = config
 
     async def generate(
-        self, prior: WorkingMemory, messages: Sequence[Mapping[str, object]]
+        self,
+        prior: WorkingMemory,
+        messages: Sequence[Mapping[str, object]],
+        *,
+        seqs: Sequence[int] | None = None,
+        pins: Sequence[str] = (),
     ) -> Generated:
         """Merge the archive's messages into the prior, batch by batch (each batch's WM is the
-        next batch's prior), so the input of one call stays within ``max_input_tokens``."""
+        next batch's prior), so the input of one call stays within ``max_input_tokens``.
+
+        ``seqs`` numbers the messages (default 1, 2, …): every item gets the seqs it came from,
+        and a reference may name any message up to the batch's last. A batch never spans a gap
+        in the numbering (a retracted message), so each batch is numbered consecutively.
+        ``pins`` are the agent session's pinned facts, given to the model as facts not to
+        contradict.
+        """
+        numbers = list(range(1, len(messages) + 1)) if seqs is None else list(seqs)
+        if len(numbers) != len(messages):
+            raise ValueError(f"{len(numbers)} seqs for {len(messages)} messages")
         prior_tokens = count_tokens(render(prior.sections)) + count_tokens(prior.legacy_text or "")
         budget = max(2_000, self.max_input_tokens - _PROMPT_OVERHEAD_TOKENS - prior_tokens)
-        if not messages:
-            batches: list[list[Mapping[str, object]]] = [[]]
-        elif self.chat is None:
-            batches = offline_batches(messages, budget)
-        else:
-            batches = batch_messages(messages, budget=budget)
+        batches: list[tuple[Sequence[Mapping[str, object]], int]] = []
+        evidence: dict[int, str] = {}
+        for start, end in consecutive_runs(numbers):
+            run, first_seq = messages[start:end], numbers[start]
+            evidence.update(constraint_evidence(run, first_seq))
+            if self.chat is None:
+                cut = offline_batches(run, budget)
+            else:
+                cut = batch_messages(run, budget=budget)
+            for batch in cut:
+                batches.append((batch, first_seq))
+                first_seq += len(batch)
+        if not batches:
+            batches = [([], 1)]
         usage = Usage()
         steps: list[Generated] = []
         current = prior
-        for batch in batches:
-            step = await self._step(current, batch)
+        for part, first_seq in batches:
+            step = await self._step(
+                current,
+                Batch(part, first_seq, tuple(pins)),
+                Provenance(
+                    SeqRange(1, first_seq + len(part) - 1),
+                    prior=current.sources,
+                    evidence=evidence,
+                ),
+            )
             usage = usage + step.usage
             steps.append(step)
-            current = replace(current, sections=step.result.sections, legacy_text=None)
+            current = replace(
+                current,
+                sections=step.result.sections,
+                sources=step.result.sources,
+                legacy_text=None,
+            )
         last = steps[-1]
         generators = {step.generator for step in steps}
         notes = [step.note for step in steps if step.note]
@@ -144,23 +202,26 @@ class WorkingMemoryGenerator:
             batches=len(batches),
         )
 
-    async def _step(self, prior: WorkingMemory, batch: Sequence[Mapping[str, object]]) -> Generated:
+    async def _step(self, prior: WorkingMemory, batch: Batch, provenance: Provenance) -> Generated:
         if self.chat is None:
-            return self._offline(prior, batch, "offline", None)
+            return self._offline(prior, batch, provenance, "offline", None)
         try:
             if prior.legacy_text is not None or prior.is_empty:
-                return await self._create(self.chat, prior, batch, "llm_create")
-            return await self._update(self.chat, prior, batch)
+                return await self._create(self.chat, prior, batch, provenance, "llm_create")
+            return await self._update(self.chat, prior, batch, provenance)
         except ModelError as error:
             if self.fallback == "none":
                 raise
             logger.warning("model unavailable, offline fallback", extra={"error": str(error)})
-            return self._offline(prior, batch, "offline_fallback", f"model unavailable: {error}")
+            return self._offline(
+                prior, batch, provenance, "offline_fallback", f"model unavailable: {error}"
+            )
 
     def _offline(
         self,
         prior: WorkingMemory,
-        batch: Sequence[Mapping[str, object]],
+        batch: Batch,
+        provenance: Provenance,
         generator: GeneratorName,
         note: str | None,
     ) -> Generated:
@@ -171,18 +232,27 @@ class WorkingMemoryGenerator:
                 creation_ops(parse(render(legacy_sections(prior.legacy_text)))),
                 config=self.config,
             ).sections
-        ops = extract_ops(batch, sections)
+        extraction = extract(batch.messages, sections, first_seq=batch.first_seq)
         return Generated(
-            result=merge(sections, ops, config=self.config), generator=generator, note=note
+            result=merge(
+                sections,
+                extraction.ops,
+                config=self.config,
+                provenance=replace(provenance, cited=extraction.cited),
+            ),
+            generator=generator,
+            note=note,
         )
 
     async def _update(
-        self, chat: ChatModel, prior: WorkingMemory, batch: Sequence[Mapping[str, object]]
+        self, chat: ChatModel, prior: WorkingMemory, batch: Batch, provenance: Provenance
     ) -> Generated:
         prompt = update_prompt(
-            render(prior.sections),
-            batch,
+            render(cited_markdown(prior.sections, prior.sources)),
+            batch.messages,
             size_warnings=size_warnings(prior.sections, count_tokens, self.config),
+            first_seq=batch.first_seq,
+            pins=batch.pins,
         )
         outcome = await chat.call_tool(
             system=prompt[0]["content"], user=prompt[1]["content"], tool=UPDATE_TOOL["function"]
@@ -191,7 +261,12 @@ class WorkingMemoryGenerator:
             recovery = recover_arguments(outcome.arguments)
             if recovery.path is RecoveryPath.PARSED and not recovery.scanned:
                 return Generated(
-                    result=merge(prior.sections, _decoded(outcome.arguments), config=self.config),
+                    result=merge(
+                        prior.sections,
+                        _decoded(outcome.arguments),
+                        config=self.config,
+                        provenance=provenance,
+                    ),
                     generator="llm_update",
                     model=outcome.model,
                     prompt_version=PROMPT_VERSION,
@@ -199,7 +274,12 @@ class WorkingMemoryGenerator:
                 )
             if recovery.arguments is not None:
                 return Generated(
-                    result=merge(prior.sections, recovery.arguments, config=self.config),
+                    result=merge(
+                        prior.sections,
+                        recovery.arguments,
+                        config=self.config,
+                        provenance=provenance,
+                    ),
                     generator="llm_recovered",
                     note=f"arguments {recovery.path.value}",
                     model=outcome.model,
@@ -209,7 +289,7 @@ class WorkingMemoryGenerator:
             reason = "unrecoverable tool arguments"
         else:
             reason = "no tool call"
-        created = await self._create(chat, prior, batch, "llm_create_fallback")
+        created = await self._create(chat, prior, batch, provenance, "llm_create_fallback")
         return replace(
             created,
             note=f"{reason}; {created.note}" if created.note else reason,
@@ -220,26 +300,34 @@ class WorkingMemoryGenerator:
         self,
         chat: ChatModel,
         prior: WorkingMemory,
-        batch: Sequence[Mapping[str, object]],
+        batch: Batch,
+        provenance: Provenance,
         generator: GeneratorName,
     ) -> Generated:
-        context = prior.legacy_text if prior.legacy_text is not None else render(prior.sections)
+        if prior.legacy_text is not None:
+            context = prior.legacy_text
+        else:
+            context = render(cited_markdown(prior.sections, prior.sources))
         if prior.is_empty:
             context = ""
-        prompt = create_prompt(batch, context=context)
+        prompt = create_prompt(
+            batch.messages, context=context, first_seq=batch.first_seq, pins=batch.pins
+        )
         outcome = await chat.call_tool(
             system=prompt[0]["content"], user=prompt[1]["content"], tool=CREATE_TOOL["function"]
         )
         markdown = _created_markdown(outcome.arguments, outcome.text)
         document = parse(markdown) if markdown else None
         if document is None or not document.found:
-            offline = self._offline(prior, batch, "offline_fallback", "creation output unusable")
+            offline = self._offline(
+                prior, batch, provenance, "offline_fallback", "creation output unusable"
+            )
             return replace(
                 offline, model=outcome.model, prompt_version=PROMPT_VERSION, usage=outcome.usage
             )
         base = prior.sections if prior.legacy_text is None else empty_sections()
         return Generated(
-            result=merge(base, creation_ops(document), config=self.config),
+            result=merge(base, creation_ops(document), config=self.config, provenance=provenance),
             generator=generator,
             note="upgraded from legacy overview" if prior.legacy_text is not None else None,
             model=outcome.model,

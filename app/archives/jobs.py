@@ -31,6 +31,8 @@ from app.memories.extraction import Prepared
 from app.memories.jobs import MemoryJobService
 from app.memories.records import Failure, FailureStage, MemoryReport, Source
 from app.models import Archive, ArchiveStatus
+from app.pins.records import Pin
+from app.pins.service import pins_in_force
 from app.sessions.retraction import JobRetractions
 from app.tenancy.principal import Scope
 from app.webhooks.events import ARCHIVE_DONE, ARCHIVE_FAILED, archive_data
@@ -48,7 +50,7 @@ class LeaseLost(Exception):
 class Work:
     """A claimed archive's input: its row, the prior WM, and every message it must cover (in
     seq order, each numbered by ``seqs``; retracted ones left out), with where its memories
-    come from."""
+    come from and the agent session's pins in force (shown to the model beside the prior)."""
 
     archive: Archive
     prior: WorkingMemory
@@ -56,6 +58,7 @@ class Work:
     covers_failed_archives: list[int]
     seqs: tuple[int, ...]
     source: Source
+    pins: tuple[Pin, ...] = ()
 
     @property
     def numbered(self) -> list[tuple[int, dict[str, Any]]]:
@@ -80,7 +83,8 @@ class ArchiveJobService:
 
     def __init__(self, db: AsyncSession, tenant_id: uuid.UUID) -> None:
         self.db = db
-        self.archives = ArchiveRepository(db, Scope(tenant_id))
+        self.scope = Scope(tenant_id)
+        self.archives = ArchiveRepository(db, self.scope)
         self.retractions = JobRetractions(db, tenant_id)
 
     async def _owned(self, claim: Claim, *, lock: bool) -> Archive:
@@ -136,6 +140,7 @@ class ArchiveJobService:
             covers_failed_archives=[row.archive_seq for row in failed],
             seqs=tuple(seq for seq, _ in kept),
             source=Source(agent_session_id, claim.archive_seq, user_id, agent_id),
+            pins=tuple(await pins_in_force(self.db, self.scope, agent_session_id)),
         )
 
     async def finish(
@@ -171,6 +176,7 @@ class ArchiveJobService:
                     "guard": None if decision.guard is None else decision.guard.value,
                     "reason": decision.reason.value,
                     "details": _json_safe(dict(decision.details)),
+                    "sources": [entry.as_json() for entry in result.sources.get(section, ())],
                     "generator": generated.generator,
                     "model": generated.model,
                     "prompt_version": generated.prompt_version,

@@ -20,6 +20,7 @@ from sqlalchemy.orm import load_only
 from app.archives.working_memory import RecordedDecision, WorkingMemory
 from app.models import AgentSession, Archive, ArchiveStatus, Message, WmSectionVersion
 from app.tenancy.principal import Scope
+from app.wm.provenance import SectionSources, sources_from_json
 from app.wm.sections import Section, empty_sections
 
 
@@ -265,6 +266,7 @@ class ArchiveRepository:
             WmSectionVersion.section,
             WmSectionVersion.content,
             WmSectionVersion.token_count,
+            WmSectionVersion.sources,
         ]
         if with_decisions:
             columns += _DECISION_COLUMNS
@@ -296,10 +298,12 @@ class ArchiveRepository:
                 tokens=first.wm_tokens or 0,
             )
         sections = empty_sections()
+        sources: dict[Section, SectionSources] = {}
         decisions: list[RecordedDecision] = []
         for row in rows:
             section = Section(row.section)
             sections[section] = row.content
+            sources[section] = sources_from_json(row.sources)
             if with_decisions:
                 decisions.append(
                     RecordedDecision(
@@ -318,6 +322,7 @@ class ArchiveRepository:
             generator=first.generator,
             tokens=sum(row.token_count for row in rows),
             decisions=tuple(decisions),
+            sources=sources,
         )
 
     async def decisions(

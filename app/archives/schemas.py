@@ -48,6 +48,25 @@ class DecisionRead(BaseModel):
         )
 
 
+class ItemSourceRead(BaseModel):
+    item: str = Field(description="the item's text, as in the section body")
+    seqs: list[int] = Field(description="the messages it came from (read them by seq)")
+    evidence: list[int] = Field(
+        default_factory=list,
+        description="Task & Goals constraints: the user messages among seqs that state it",
+    )
+
+
+def sources_read(value: WorkingMemory) -> dict[str, list[ItemSourceRead]]:
+    return {
+        section.value: [
+            ItemSourceRead(item=entry.item, seqs=list(entry.seqs), evidence=list(entry.evidence))
+            for entry in entries
+        ]
+        for section, entries in value.sources.items()
+    }
+
+
 class ArchiveRead(BaseModel):
     archive_seq: int
     start_seq: int
@@ -101,6 +120,10 @@ class WorkingMemoryRead(BaseModel):
     generator: str | None
     tokens: int
     is_legacy: bool = False
+    sources: dict[str, list[ItemSourceRead]] = Field(
+        default_factory=dict,
+        description="each section's items, in order, with the message seqs each came from",
+    )
     produced_memories: list[ProducedMemoryRead] = Field(
         default_factory=list,
         description="the long-term memory changes of the archive that produced this WM",
@@ -125,6 +148,7 @@ class WorkingMemoryRead(BaseModel):
             generator=working_memory.generator,
             tokens=working_memory.tokens,
             is_legacy=working_memory.is_legacy,
+            sources=sources_read(working_memory),
             produced_memories=[ProducedMemoryRead.from_value(memory) for memory in memories],
         )
 
@@ -179,6 +203,9 @@ class SectionVersionRead(BaseModel):
     guard: str | None
     reason: str
     details: dict[str, Any]
+    sources: list[ItemSourceRead] = Field(
+        description="the version's items, in order, with the message seqs each came from"
+    )
     generator: str
     model: str | None
     prompt_version: str | None

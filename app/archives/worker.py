@@ -171,7 +171,12 @@ class ArchiveWorker:
             async with self.database.tenant(claim.tenant_id) as db:
                 work = await ArchiveJobService(db, claim.tenant_id).load(claim)
             stage = "generate"
-            generated = await self.generator.generate(work.prior, work.messages)
+            generated = await self.generator.generate(
+                work.prior,
+                work.messages,
+                seqs=work.seqs,
+                pins=[pin.line for pin in work.pins],
+            )
             # Never raises: a failure to extract or embed is reported, the WM goes on.
             prepared = None
             if self.memories is not None:

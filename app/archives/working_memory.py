@@ -8,9 +8,10 @@ to ``WorkingMemoryRead``). Pure data plus what follows from it; never loads or s
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from app.wm.provenance import SectionSources
 from app.wm.sections import Section, empty_sections, render
 
 
@@ -37,7 +38,8 @@ class WorkingMemory:
     that ``legacy_text`` (sections all empty until the next archive upgrades it).
 
     ``archive_seq`` 0 is the empty working memory of an agent session with no done archive.
-    ``decisions`` are loaded only where asked for.
+    ``decisions`` are loaded only where asked for; ``sources`` (each item's message seqs) where
+    they are read.
     """
 
     archive_seq: int
@@ -47,6 +49,7 @@ class WorkingMemory:
     generator: str | None = None
     tokens: int = 0
     decisions: tuple[RecordedDecision, ...] = ()
+    sources: Mapping[Section, SectionSources] = field(default_factory=dict)
 
     @classmethod
     def empty(cls) -> WorkingMemory:

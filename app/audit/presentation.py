@@ -34,6 +34,7 @@ _TONES: Mapping[Reason, Tone] = {
     Reason.MISSING_OP: "invalid",
     Reason.INVALID_OP: "invalid",
     Reason.UNRECOVERABLE_ARGUMENTS: "invalid",
+    Reason.UNSOURCED_CONSTRAINT: "alert",
 }
 
 _PHRASES: Mapping[Reason, str] = {
@@ -54,6 +55,7 @@ _PHRASES: Mapping[Reason, str] = {
     Reason.MISSING_OP: "the model gave no op: kept",
     Reason.INVALID_OP: "the op was unusable: kept",
     Reason.UNRECOVERABLE_ARGUMENTS: "the model's arguments were unreadable: kept",
+    Reason.UNSOURCED_CONSTRAINT: "a constraint no user message gave: marked unsourced",
 }
 
 

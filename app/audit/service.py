@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -18,13 +18,16 @@ from app.archives.working_memory import RecordedDecision, WorkingMemory
 from app.audit.diff import Segment, word_diff
 from app.audit.repository import AuditRepository, Intervention, TextSpan
 from app.models import AgentSession, Archive, ArchiveStatus
-from app.sessions.records import NewestArchive
+from app.sessions.records import NewestArchive, StoredMessage
 from app.sessions.service import AgentSessionService
 from app.tenancy.principal import Principal
+from app.wm.provenance import SectionSources
 from app.wm.sections import SECTIONS, Section
 
 TIMELINE_PAGE = 50
 """Archives per timeline page: a long agent session is paged, never rendered whole."""
+SOURCE_MESSAGES = 300
+"""Source messages an archive page shows inline (the newest cited); older ones are linked."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +51,8 @@ class SectionChange:
     segments: tuple[Segment, ...]
     changed: bool
     decision: RecordedDecision | None
+    sources: SectionSources = ()
+    """Each item of ``content`` with the seqs of the messages it came from."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +63,8 @@ class ArchiveDetail:
     """The archive whose working memory the diff is against (0: the empty document)."""
     sections: tuple[SectionChange, ...] = ()
     legacy_text: str | None = None
+    sources: Mapping[int, StoredMessage] = field(default_factory=dict)
+    """The raw messages the items cite, by seq (at most ``SOURCE_MESSAGES``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +87,7 @@ def compare(current: WorkingMemory, previous: WorkingMemory) -> tuple[SectionCha
                 segments=word_diff(old, new),
                 changed=old != new,
                 decision=decisions.get(section),
+                sources=current.sources.get(section, ()),
             )
         )
     return tuple(changes)
@@ -137,12 +145,16 @@ class AuditService:
             )
             or WorkingMemory.empty()
         )
+        sections = () if current.is_legacy else compare(current, previous)
+        cited = sorted({seq for change in sections for s in change.sources for seq in s.seqs})
+        shown = await self.agent_sessions.messages_at(agent_session_id, cited[-SOURCE_MESSAGES:])
         return ArchiveDetail(
             agent_session=agent_session,
             archive=archive,
             compared_with=previous.archive_seq,
-            sections=() if current.is_legacy else compare(current, previous),
+            sections=sections,
             legacy_text=current.legacy_text,
+            sources={message.seq: message for message in shown},
         )
 
     async def messages(

@@ -29,17 +29,13 @@ from app.client.errors import (
     WorkmemConnectionError,
     WorkmemError,
 )
-from app.client.models import (
-    HistoryHitRead,
-    HistorySearchRead,
-    PinPage,
-    PinRead,
-    chat_messages,
-)
+from app.client.models import chat_messages
 from app.client.retry import RetryPolicy
 from app.client.sync import WorkmemClient
 from app.context.schemas import CompactRead, ContextRead
+from app.history.schemas import HistoryHitRead, HistorySearchRead
 from app.memories.schemas import MemoryHitRead, MemoryRead, MemorySearchRead
+from app.pins.schemas import PinList, PinRead
 from app.sessions.schemas import (
     AgentSessionPage,
     AgentSessionRead,
@@ -86,7 +82,7 @@ __all__ = [
     "MessageRead",
     "NotFoundError",
     "PayloadTooLargeError",
-    "PinPage",
+    "PinList",
     "PinRead",
     "RateLimitedError",
     "RetractionRead",

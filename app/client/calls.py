@@ -20,9 +20,10 @@ from app.archives.schemas import (
     WorkingMemoryRead,
 )
 from app.client.call import Call, body, nothing, query, reads
-from app.client.models import HistorySearchRead, PinPage, PinRead
 from app.context.schemas import CompactRead, ContextRead
+from app.history.schemas import HistorySearchRead
 from app.memories.schemas import CategoryName, MemorySearchRead
+from app.pins.schemas import PinList, PinRead
 from app.sessions.schemas import (
     AgentSessionPage,
     AgentSessionRead,
@@ -286,26 +287,41 @@ def search_memories(
 
 
 def search_history(
-    agent_session_id: Id, q: str, *, limit: int | None = None
+    agent_session_id: Id,
+    q: str,
+    *,
+    limit: int | None = None,
+    from_seq: int | None = None,
+    to_seq: int | None = None,
 ) -> Call[HistorySearchRead]:
-    """Full-text search over the agent session's raw messages, archived ones included."""
+    """Full-text search over the agent session's raw messages, archived ones included, best
+    first (optionally within ``from_seq``..``to_seq``)."""
     return Call(
         "GET",
         f"{_session(agent_session_id)}/history/search",
         reads(HistorySearchRead),
-        params=query(q=q, limit=limit),
+        params=query(q=q, limit=limit, from_seq=from_seq, to_seq=to_seq),
     )
 
 
-def pins(agent_session_id: Id) -> Call[PinPage]:
-    """The agent session's pins: items its context never loses."""
-    return Call("GET", f"{_session(agent_session_id)}/pins", reads(PinPage))
+def pins(agent_session_id: Id) -> Call[PinList]:
+    """The agent session's pins in force: items its context never loses."""
+    return Call("GET", f"{_session(agent_session_id)}/pins", reads(PinList))
 
 
-def pin(agent_session_id: Id, *, text: str | None = None, seq: int | None = None) -> Call[PinRead]:
-    """Pin a text, or a message by its seq."""
+def pin(
+    agent_session_id: Id,
+    *,
+    text: str | None = None,
+    message_seq: int | None = None,
+    section: str | None = None,
+) -> Call[PinRead]:
+    """Pin a text, or a message (its exact text) by its seq."""
     return Call(
-        "POST", f"{_session(agent_session_id)}/pins", reads(PinRead), body=body(text=text, seq=seq)
+        "POST",
+        f"{_session(agent_session_id)}/pins",
+        reads(PinRead),
+        body=body(text=text, message_seq=message_seq, section=section),
     )
 
 

@@ -14,11 +14,14 @@ from typing import Any, Final
 
 from app.archives.working_memory import WorkingMemory
 from app.context.budget import Budget
+from app.context.clearing import Clearing, clear_units
 from app.context.outgoing import outgoing
+from app.context.pinned import NO_PINS, Pinned, pinned_block
 from app.context.recall import NO_RECALL, RECALL_SHARE, Recall, recall_block
 from app.context.summary import Summary, summarise
 from app.context.units import Dropped, fit_units, group_units, newest_user_index
 from app.memories.records import SearchHit
+from app.pins.records import Pin
 from app.sessions.records import StoredMessage
 from app.wm.tokens import TokenCounter
 
@@ -83,6 +86,12 @@ class Assembly:
     filled: tuple[StoredMessage, ...] = ()
     """Covered messages sent after the summary (``fill``), oldest first; not ``included_seqs``."""
     filled_tokens: int = 0
+    pinned: Pinned = NO_PINS
+    """The ``[Pinned]`` block, after the summary and the recalled memories."""
+    cleared: tuple[tuple[int, int], ...] = ()
+    """Tool results sent as a placeholder (``clear_tool_results``): (seq, tokens saved)."""
+    kept_whole: int = 0
+    """Tool results clearing kept whole among the unsummarised messages (fill goes on counting)."""
 
     @property
     def total(self) -> int:
@@ -90,9 +99,26 @@ class Assembly:
             self.hint_tokens
             + self.wm_tokens
             + self.recall.tokens
+            + self.pinned.tokens
             + self.message_tokens
             + self.filled_tokens
         )
+
+    @property
+    def head_messages(self) -> int:
+        """How many messages open the list before any raw one: summary, memories, pins."""
+        return sum(
+            text is not None
+            for text in (
+                None if self.summary is None else self.summary.text,
+                self.recall.text,
+                self.pinned.text,
+            )
+        )
+
+    @property
+    def tokens_saved(self) -> int:
+        return sum(saved for _, saved in self.cleared)
 
 
 def _omitted_ranges(
@@ -120,17 +146,27 @@ def assemble(
     hint: Hint,
     counter: TokenCounter,
     recalled: Sequence[SearchHit] = (),
+    pins: Sequence[Pin] = (),
+    clearing: Clearing | None = None,
 ) -> Assembly:
     """Decide what is sent. Priorities, highest first: the newest user message, the system-prompt
-    hint, the summary (within its layer), the recalled memories (at most a quarter of the usable
-    budget, right after the summary), then raw messages newest first. ``working_memory`` is the
-    newest done archive's, ``None`` when no archive is done yet.
+    hint, the pins and the summary (sharing the summary's layer, pins first), the recalled
+    memories (at most a quarter of the usable budget), then raw messages newest first. The
+    summary opens the list, the ``[Relevant Memories]`` and ``[Pinned]`` blocks follow it.
+    ``working_memory`` is the newest done archive's, ``None`` when no archive is done yet.
 
-    The hint and the summary give way to the newest user message: the summary layer is
+    The hint, the pins and the summary give way to the newest user message: their layer is
     ``min(wm_layer, usable - hint - newest user message)``; the hint is left out only when it and
-    that message alone exceed the usable budget.
+    that message alone exceed the usable budget. Within the layer the summary is reduced, every
+    section of it, before a pin is left out. With ``clearing``, older tool results are sent as a
+    placeholder, and raw messages are fitted at what they cost then.
     """
     units, dropped = group_units(window.candidates, complete=window.complete)
+    saved: dict[int, int] = {}
+    kept_whole = 0
+    if clearing is not None:
+        cleared = clear_units(units, clearing, counter)
+        units, saved, kept_whole = cleared.units, dict(cleared.saved), cleared.kept
     forced_index = newest_user_index(units)
     forced_tokens = units[forced_index].tokens if forced_index is not None else 0
     usable = budget.usable
@@ -145,6 +181,9 @@ def assemble(
         hint.with_summary if working_memory is not None else hint.without_summary
     )
     layer = max(0, min(budget.wm_layer, usable - hint_tokens - forced_tokens))
+    pinned = pinned_block(pins, layer, counter)
+    # A pin is left out only when nothing of the summary could be sent beside the pins.
+    layer = layer - pinned.tokens if not pinned.left_out else 0
     summary = None if working_memory is None else summarise(working_memory, layer, counter)
     wm_tokens = summary.tokens if summary is not None else 0
     if summary is not None and summary.text is None and not hint_omitted:
@@ -152,17 +191,20 @@ def assemble(
     if text and summary is not None and summary.cuts:
         noted = f"{text} {CUT_NOTE}"
         noted_tokens = counter(noted)
-        if noted_tokens + wm_tokens + forced_tokens <= usable:
+        if noted_tokens + wm_tokens + pinned.tokens + forced_tokens <= usable:
             text, hint_tokens = noted, noted_tokens
-    room = max(0, min(usable // RECALL_SHARE, usable - hint_tokens - wm_tokens - forced_tokens))
+    head_tokens = hint_tokens + wm_tokens + pinned.tokens
+    room = max(0, min(usable // RECALL_SHARE, usable - head_tokens - forced_tokens))
     recall = recall_block(recalled, room, counter)
-    fit = fit_units(units, usable - hint_tokens - wm_tokens - recall.tokens)
+    fit = fit_units(units, usable - head_tokens - recall.tokens)
 
     messages: list[dict[str, Any]] = []
     if summary is not None and summary.text is not None:
         messages.append({"role": "user", "content": summary.text})
     if recall.text is not None:
         messages.append({"role": "user", "content": recall.text})
+    if pinned.text is not None:
+        messages.append({"role": "user", "content": pinned.text})
     sanitised = 0
     included: list[int] = []
     for unit in fit.included:
@@ -184,8 +226,11 @@ def assemble(
         hint_tokens=hint_tokens,
         wm_tokens=wm_tokens,
         message_tokens=fit.tokens,
-        over_budget=hint_tokens + wm_tokens + recall.tokens + fit.tokens > usable,
+        over_budget=head_tokens + recall.tokens + fit.tokens > usable,
         hint_omitted=hint_omitted,
         wm_layer=layer,
         recall=recall,
+        pinned=pinned,
+        cleared=tuple((seq, saved[seq]) for seq in included if seq in saved),
+        kept_whole=kept_whole,
     )

@@ -18,6 +18,7 @@ from app.context.budget import (
     InvalidBudget,
     plan_budget,
 )
+from app.context.clearing import MAX_EXCLUDED_TOOLS, Clearing, excluded_tools
 from app.context.fill import DEFAULT_FILL
 from app.context.schemas import CompactCommit, CompactRead, ContextRead
 from app.context.service import ContextService, RecallRequest
@@ -65,6 +66,42 @@ async def context_budget(
 
 
 ContextBudget = Annotated[Budget, Depends(context_budget)]
+
+
+async def context_clearing(
+    agent_session_id: uuid.UUID,
+    clear_tool_results: Annotated[
+        int | None,
+        Query(
+            ge=0,
+            le=10_000,
+            description="keep the newest K tool results whole and send older ones as a one-line "
+            "placeholder naming the tool, its size and how to read it (default: off)",
+        ),
+    ] = None,
+    clear_tool_results_exclude: Annotated[
+        list[str] | None,
+        Query(
+            max_length=MAX_EXCLUDED_TOOLS,
+            description="tool names whose results are never cleared (repeat, or comma-separated)",
+        ),
+    ] = None,
+) -> Clearing | None:
+    if clear_tool_results is None:
+        if clear_tool_results_exclude:
+            message = "clear_tool_results_exclude needs clear_tool_results"
+            raise InvalidInput(
+                message, errors=[{"loc": ["query", "clear_tool_results_exclude"], "msg": message}]
+            )
+        return None
+    return Clearing(
+        clear_tool_results,
+        f"/v1/sessions/{agent_session_id}/messages",
+        excluded_tools(clear_tool_results_exclude or ()),
+    )
+
+
+ContextClearing = Annotated[Clearing | None, Depends(context_clearing)]
 Fill = Annotated[
     bool,
     Query(
@@ -99,6 +136,7 @@ async def get_context(
         ),
     ] = None,
     fill: Fill = DEFAULT_FILL,
+    clearing: ContextClearing = None,
 ) -> ContextRead:
     request = None
     if recall is not None:
@@ -110,7 +148,7 @@ async def get_context(
         )
     async with database.tenant(principal.tenant_id) as db:
         context = await ContextService(db, principal).assemble(
-            agent_session_id, budget, request, fill=fill
+            agent_session_id, budget, request, fill=fill, clearing=clearing
         )
     return ContextRead.from_assembled(context)
 
@@ -125,6 +163,7 @@ async def compact(
     budget: ContextBudget,
     wait_timeout_s: Annotated[float | None, Query(gt=0, le=600)] = None,
     fill: Fill = DEFAULT_FILL,
+    clearing: ContextClearing = None,
 ) -> CompactRead:
     """Commit every live message (``keep_recent_count`` 0), wait for the working memory, then
     answer with the context. A wait that times out still answers: the archive's raw messages are
@@ -144,5 +183,7 @@ async def compact(
     else:
         commit = CompactCommit(status=result.archive.status, archive_seq=result.archive.archive_seq)
     async with database.tenant(principal.tenant_id) as db:
-        context = await ContextService(db, principal).assemble(agent_session_id, budget, fill=fill)
+        context = await ContextService(db, principal).assemble(
+            agent_session_id, budget, fill=fill, clearing=clearing
+        )
     return CompactRead(**dict(ContextRead.from_assembled(context)), commit=commit)

@@ -13,9 +13,11 @@ from dataclasses import dataclass, replace
 from typing import Any, Final
 
 from app.context.assembly import Assembly
+from app.context.clearing import Clearing, clear_units
 from app.context.outgoing import outgoing
 from app.context.units import group_units
 from app.sessions.records import StoredMessage
+from app.wm.tokens import TokenCounter, count_tokens
 
 DEFAULT_FILL: Final = False
 """Off unless asked: at the default budget a fill would send most of a long history on every
@@ -24,10 +26,12 @@ call (docs/context.md has the measurements that decided it)."""
 
 @dataclass(frozen=True, slots=True)
 class Filled:
-    """The covered messages that went in, oldest first, and their tokens."""
+    """The covered messages that went in, oldest first, their tokens, and the tool results
+    among them sent as a placeholder (seq, tokens saved)."""
 
     messages: tuple[StoredMessage, ...]
     tokens: int
+    cleared: tuple[tuple[int, int], ...] = ()
 
     @property
     def seqs(self) -> tuple[int, ...]:
@@ -50,18 +54,32 @@ def fill_room(assembly: Assembly, usable: int) -> int:
     return max(0, usable - assembly.total)
 
 
-def choose_fill(covered: Sequence[StoredMessage], room: int) -> Filled:
+def choose_fill(
+    covered: Sequence[StoredMessage],
+    room: int,
+    *,
+    clearing: Clearing | None = None,
+    kept_before: int = 0,
+    counter: TokenCounter = count_tokens,
+) -> Filled:
     """The newest units of ``covered`` (oldest first, ending at the summary's boundary) that
     fit ``room``, walked newest first: the first unit that does not fit stops the walk, so
     nothing older goes in without everything newer, exactly as truncation would choose.
 
     ``covered`` may start inside a tool group (its call is older than what was read): those
     leading results are not a unit. Messages no chat server accepts as they are (an orphan
-    result, an unanswered call) are never sent and do not stop the walk.
+    result, an unanswered call) are never sent and do not stop the walk. With ``clearing``,
+    tool results are cleared as in the rest of the context (``kept_before`` results already
+    kept whole by the newer messages), and units are fitted at what they cost then: the room
+    clearing saves goes to more history.
     """
     if room <= 0:
         return NOTHING_FILLED
     units, _ = group_units(covered, complete=False)
+    saved: dict[int, int] = {}
+    if clearing is not None:
+        result = clear_units(units, clearing, counter, kept_before=kept_before)
+        units, saved = result.units, dict(result.saved)
     kept: list[StoredMessage] = []
     remaining = room
     for unit in reversed(units):
@@ -69,12 +87,13 @@ def choose_fill(covered: Sequence[StoredMessage], room: int) -> Filled:
             break
         kept[:0] = unit.members
         remaining -= unit.tokens
-    return Filled(tuple(kept), room - remaining)
+    cleared = tuple((m.seq, saved[m.seq]) for m in kept if m.seq in saved)
+    return Filled(tuple(kept), room - remaining, cleared)
 
 
 def with_fill(assembly: Assembly, filled: Filled) -> Assembly:
-    """The assembly with ``filled`` placed between the summary (and recalled memories) and the
-    unsummarised messages."""
+    """The assembly with ``filled`` placed between the summary (with the recalled memories and
+    the pins) and the unsummarised messages."""
     if not filled.messages:
         return assembly
     sent: list[dict[str, Any]] = []
@@ -83,8 +102,8 @@ def with_fill(assembly: Assembly, filled: Filled) -> Assembly:
         out, changed = outgoing(message.message)
         sent.append(out)
         sanitised += changed
-    # After the summary and the [Relevant Memories] block, before the unsummarised messages.
-    head = 1 + (assembly.recall.text is not None)
+    # After the summary, [Relevant Memories] and [Pinned], before the unsummarised messages.
+    head = assembly.head_messages
     summary, rest = assembly.messages[:head], assembly.messages[head:]
     return replace(
         assembly,
@@ -92,4 +111,5 @@ def with_fill(assembly: Assembly, filled: Filled) -> Assembly:
         filled=filled.messages,
         filled_tokens=filled.tokens,
         sanitised=assembly.sanitised + sanitised,
+        cleared=(*filled.cleared, *assembly.cleared),
     )

@@ -1,7 +1,8 @@
 """The ``system_prompt_addition`` of an assembled context: what the model is told about the summary.
 
 Owns the wording: the summary is lossy, newer raw messages win, and where exact older messages are
-(the archives by number, the expand endpoint). Pure text from facts; it never decides what is sent.
+(the archives by number, the expand endpoint, history search). Pure text from facts; it never
+decides what is sent.
 """
 
 from __future__ import annotations
@@ -65,7 +66,8 @@ def system_prompt_addition(
     expand = (
         f"Exact older messages are kept in numbered archives ({_index(index, listed)}); to read "
         f"one, call GET /v1/sessions/{agent_session_id}/archives/{{archive_seq}} (without the "
-        f"number, the same path lists them)."
+        f"number, the same path lists them); to find the messages that hold given words, call "
+        f"the same session's /history/search?q={{words}}."
     )
     if summary_archive is None:
         return (

@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from app.archives.schemas import ItemSourceRead, sources_read
 from app.archives.working_memory import WorkingMemory
 from app.context.service import AssembledContext
 from app.models import Archive, ArchiveStatus
@@ -38,6 +39,9 @@ class ContextWorkingMemory(BaseModel):
     tokens: int = Field(description="tokens of the full sections, from their stored counts")
     is_legacy: bool
     generator: str | None
+    sources: dict[str, list[ItemSourceRead]] = Field(
+        description="each section's items with the message seqs each came from"
+    )
 
     @classmethod
     def from_value(cls, working_memory: WorkingMemory) -> ContextWorkingMemory:
@@ -51,6 +55,7 @@ class ContextWorkingMemory(BaseModel):
             tokens=working_memory.tokens,
             is_legacy=working_memory.is_legacy,
             generator=working_memory.generator,
+            sources=sources_read(working_memory),
         )
 
 
@@ -84,11 +89,12 @@ class ContextTokens(BaseModel):
     system_prompt_addition: int
     wm: int = Field(description="the summary message as sent")
     memories: int = Field(default=0, description="the [Relevant Memories] message as sent")
+    pinned: int = Field(default=0, description="the [Pinned] message as sent")
     messages: int = Field(
         description="the raw messages as sent (filled ones included), from their stored counts"
     )
     filled: int = Field(description="of 'messages', the covered messages sent by fill")
-    total: int = Field(description="system_prompt_addition + wm + memories + messages")
+    total: int = Field(description="system_prompt_addition + wm + memories + pinned + messages")
     history_total: int = Field(description="the whole history, from the agent session's counter")
     over_budget: bool = Field(
         description="total > usable: only when the newest user message alone is larger"
@@ -139,6 +145,26 @@ class ContextStats(BaseModel):
     )
     recall: RecallStats | None = Field(
         default=None, description="what recall=<query> found and sent; null without recall"
+    )
+    pins: PinStats = Field(description="the agent session's pins in force and those sent")
+    clearing: ClearingStats | None = Field(
+        default=None, description="what clear_tool_results did; null without it"
+    )
+
+
+class PinStats(BaseModel):
+    in_force: int
+    sent: list[uuid.UUID] = Field(description="the pins in the [Pinned] message, in order")
+    left_out: int = Field(description="pins in force left out to fit the token budget")
+
+
+class ClearingStats(BaseModel):
+    keep: int = Field(description="clear_tool_results: the newest tool results kept whole")
+    excluded_tools: list[str] = Field(description="tools whose results are never cleared")
+    cleared: int = Field(description="tool results sent as a placeholder")
+    cleared_seqs: list[int]
+    tokens_saved: int = Field(
+        description="tokens the cleared results would have cost sent whole, less their placeholders"
     )
 
 
@@ -218,6 +244,7 @@ class ContextRead(BaseModel):
                 system_prompt_addition=result.hint_tokens,
                 wm=result.wm_tokens,
                 memories=result.recall.tokens,
+                pinned=result.pinned.tokens,
                 messages=result.message_tokens + result.filled_tokens,
                 filled=result.filled_tokens,
                 total=result.total,
@@ -265,6 +292,20 @@ class ContextRead(BaseModel):
                         for hit in result.recall.included
                     ],
                     left_out=result.recall.left_out,
+                ),
+                pins=PinStats(
+                    in_force=len(result.pinned.included) + result.pinned.left_out,
+                    sent=[pin.pin_id for pin in result.pinned.included],
+                    left_out=result.pinned.left_out,
+                ),
+                clearing=None
+                if context.clearing is None
+                else ClearingStats(
+                    keep=context.clearing.keep,
+                    excluded_tools=sorted(context.clearing.excluded),
+                    cleared=len(result.cleared),
+                    cleared_seqs=sorted(seq for seq, _ in result.cleared),
+                    tokens_saved=result.tokens_saved,
                 ),
             ),
         )

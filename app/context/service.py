@@ -19,6 +19,7 @@ from app.archives.service import ArchiveService
 from app.archives.working_memory import WorkingMemory
 from app.context.assembly import Assembly, Hint, Window, assemble
 from app.context.budget import Budget
+from app.context.clearing import Clearing, read_back_cost
 from app.context.fill import choose_fill, fill_room, with_fill
 from app.context.hint import (
     ARCHIVE_INDEX_LIMIT,
@@ -29,6 +30,7 @@ from app.context.hint import (
 from app.memories.records import SearchHit
 from app.memories.service import RECALL_LIMIT, MemoryQuery, MemoryService
 from app.models import AgentSession, Archive
+from app.pins.service import pins_in_force
 from app.sessions.records import StoredMessage
 from app.sessions.service import AgentSessionService
 from app.tenancy.principal import Principal
@@ -52,6 +54,7 @@ class AssembledContext:
     recall: RecallRequest | None = None
     recalled: int = 0
     """Memories the recall search returned (before the budget)."""
+    clearing: Clearing | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +70,8 @@ class ContextService:
     def __init__(
         self, db: AsyncSession, principal: Principal, counter: TokenCounter = count_tokens
     ) -> None:
+        self.db = db
+        self.principal = principal
         self.agent_sessions = AgentSessionService(db, principal)
         self.archives = ArchiveService(db, principal)
         self.memories = MemoryService(db, principal)
@@ -79,11 +84,14 @@ class ContextService:
         recall: RecallRequest | None = None,
         *,
         fill: bool = False,
+        clearing: Clearing | None = None,
     ) -> AssembledContext:
-        """The context of an agent session for this budget. With ``recall``, its user's
-        long-term memories most relevant to the query go in as a ``[Relevant Memories]`` block;
-        with ``fill``, the room left is given to the newest messages the summary covers (read
-        only when there is room, and only as far back as the room reaches)."""
+        """The context of an agent session for this budget, with its pins in force as a
+        ``[Pinned]`` block. With ``recall``, its user's long-term memories most relevant to the
+        query go in as a ``[Relevant Memories]`` block; with ``fill``, the room left is given to
+        the newest messages the summary covers (read only when there is room, and only as far
+        back as the room reaches); with ``clearing``, older tool results are sent as a
+        placeholder (and the messages are read as far back as they then reach)."""
         agent_session = await self.agent_sessions.get(agent_session_id)
         recalled: list[SearchHit] = []
         if recall is not None:
@@ -98,7 +106,8 @@ class ContextService:
         if agent_session.archive_count:
             working_memory = await self.archives.working_memory(agent_session_id, visible=True)
         floor_seq = working_memory.covered_end_seq if working_memory is not None else 0
-        window = await self._window(agent_session, floor_seq, budget.usable)
+        pins = await pins_in_force(self.db, self.principal.scope, agent_session_id)
+        window = await self._window(agent_session, floor_seq, budget.usable, clearing)
         summary_archive = (
             None
             if working_memory is None
@@ -129,18 +138,42 @@ class ContextService:
             hint=hint,
             counter=self.counter,
             recalled=recalled,
+            pins=pins,
+            clearing=clearing,
         )
         room = fill_room(result, budget.usable) if fill else 0
         if room:
             covered = await self._read_back(
-                agent_session_id, upto=floor_seq, floor_seq=0, tokens=room, need_user=False
+                agent_session_id,
+                upto=floor_seq,
+                floor_seq=0,
+                tokens=room,
+                need_user=False,
+                clearing=clearing,
             )
-            result = with_fill(result, choose_fill(covered, room))
+            chosen = choose_fill(
+                covered,
+                room,
+                clearing=clearing,
+                kept_before=result.kept_whole,
+                counter=self.counter,
+            )
+            result = with_fill(result, chosen)
         return AssembledContext(
-            agent_session, budget, index, working_memory, window, result, recall, len(recalled)
+            agent_session,
+            budget,
+            index,
+            working_memory,
+            window,
+            result,
+            recall,
+            len(recalled),
+            clearing,
         )
 
-    async def _window(self, agent_session: AgentSession, floor_seq: int, usable: int) -> Window:
+    async def _window(
+        self, agent_session: AgentSession, floor_seq: int, usable: int, clearing: Clearing | None
+    ) -> Window:
         """The newest messages after ``floor_seq``, read newest first, until they hold more tokens
         than the whole usable budget and include a user message (older ones cannot be sent)."""
         candidates = await self._read_back(
@@ -149,6 +182,7 @@ class ContextService:
             floor_seq=floor_seq,
             tokens=usable,
             need_user=True,
+            clearing=clearing,
         )
         return Window(candidates, floor_seq, agent_session.last_seq)
 
@@ -160,9 +194,11 @@ class ContextService:
         floor_seq: int,
         tokens: int,
         need_user: bool,
+        clearing: Clearing | None = None,
     ) -> list[StoredMessage]:
         """Messages ``floor_seq < seq <= upto``, oldest first, read newest first in growing
-        ranges until they hold more than ``tokens`` (and a user message, if ``need_user``)."""
+        ranges until they hold more than ``tokens`` (and a user message, if ``need_user``),
+        each counted at the least it may cost in the context (a tool result may be cleared)."""
         chunks: list[list[StoredMessage]] = []
         size = FIRST_READ_MESSAGES
         read = 0
@@ -179,7 +215,7 @@ class ContextService:
                 without_retracted=True,
             )
             chunks.append(chunk)
-            read += sum(message.token_count for message in chunk)
+            read += sum(read_back_cost(message, clearing) for message in chunk)
             seen_user = seen_user or any(message.role == "user" for message in chunk)
             upto = after
             size *= 2

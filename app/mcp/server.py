@@ -160,7 +160,7 @@ def build_server(client: AsyncWorkmemClient, *, default_session: str | None = No
         hits come back as quoted records with their seq."""
         agent_session_id = await sessions.resolve(session)
         found = await _calling(client.search_history(agent_session_id, query, limit=limit))
-        hits = [(hit.seq, hit.role or "message", hit.snippet) for hit in found.items]
+        hits = [(hit.seq, hit.role, hit.snippet) for hit in found.items]
         return snippet_records(hits, title=f"{len(hits)} messages match {query!r}.")
 
     @server.tool()
@@ -190,8 +190,8 @@ def build_server(client: AsyncWorkmemClient, *, default_session: str | None = No
         if (text is None) == (seq is None):
             raise ToolError("pin takes one of 'text' or 'seq'")
         agent_session_id = await sessions.resolve(session)
-        pinned = await _calling(client.pin(agent_session_id, text=text, seq=seq))
-        return PinResult(id=str(pinned.id), text=pinned.text, seq=pinned.seq)
+        pinned = await _calling(client.pin(agent_session_id, text=text, message_seq=seq))
+        return PinResult(id=str(pinned.pin_id), text=pinned.text, seq=pinned.message_seq)
 
     async def read(work: Callable[[uuid.UUID], Awaitable[str]], session: str) -> str:
         try:

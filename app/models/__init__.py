@@ -4,6 +4,7 @@ from app.models.archives import Archive, ArchiveStatus, WmSectionVersion
 from app.models.audit import AuditorLogin
 from app.models.idempotency import IdempotencyKey
 from app.models.memories import Memory, MemoryEvent
+from app.models.pins import Pin, PinEvent
 from app.models.sessions import AgentSession, Message, MessageRetraction
 from app.models.tenancy import ApiKey, Tenant
 from app.models.webhooks import WebhookAttempt, WebhookDelivery, WebhookSubscription
@@ -19,6 +20,8 @@ __all__ = [
     "MemoryEvent",
     "Message",
     "MessageRetraction",
+    "Pin",
+    "PinEvent",
     "Tenant",
     "WebhookAttempt",
     "WebhookDelivery",

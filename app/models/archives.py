@@ -25,7 +25,7 @@ from sqlalchemy import (
     Text,
     text,
 )
-from sqlalchemy.dialects.postgresql import ARRAY, UUID
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB, UUID
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.db import Base
@@ -73,6 +73,13 @@ class Archive(Base):
             "ix_archives_unfinished",
             "available_at",
             postgresql_where=text("status IN ('pending', 'running')"),
+        ),
+        # The archive that holds a message (history search): the first ending at or after it.
+        Index(
+            "ix_archives_tenant_id_agent_session_id_end_seq",
+            "tenant_id",
+            "agent_session_id",
+            "end_seq",
         ),
     )
 
@@ -141,6 +148,8 @@ class WmSectionVersion(Base):
     guard: Mapped[str | None] = mapped_column(String(64))
     reason: Mapped[str] = mapped_column(String(64))
     details: Mapped[dict[str, Any]] = mapped_column(server_default=text("'{}'::jsonb"))
+    sources: Mapped[list[dict[str, Any]]] = mapped_column(JSONB, server_default=text("'[]'::jsonb"))
+    """Each item's message seqs (``app.wm.provenance.ItemSource``), in item order."""
     generator: Mapped[str] = mapped_column(String(32))
     model: Mapped[str | None] = mapped_column(Text)
     prompt_version: Mapped[str | None] = mapped_column(String(32))

@@ -87,6 +87,17 @@ class Message(Base):
             ondelete="CASCADE",
         ),
         CheckConstraint("role IN ('system', 'user', 'assistant', 'tool')", name="role"),
+        # History search: the words of each message's first 100 000 characters, with "/", "."
+        # and "\" read as spaces (paths and dotted names are words); the expression is the
+        # one ``workmem_history_search`` matches.
+        Index(
+            "ix_messages_content_words",
+            text(
+                "to_tsvector('english'::regconfig, "
+                "translate(\"left\"(content_text, 100000), '/.\\', '   '::text))"
+            ),
+            postgresql_using="gin",
+        ),
     )
 
     tenant_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True)

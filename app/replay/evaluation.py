@@ -35,11 +35,17 @@ from app.replay.run import (
 )
 from app.replay.scoring import Haystack, Recall, recall, truncation
 from app.sessions.records import StoredMessage
-from app.wm.sections import SECTIONS
+from app.wm.items import Marker
+from app.wm.sections import SECTIONS, Section
 from app.wm.tokens import count_tokens
 
-Mode = Literal["truncation", "default", "filled"]
+Mode = Literal[
+    "truncation", "default", "filled", "cleared", "filled_cleared", "pinned", "filled_pinned"
+]
 MODES: Final[tuple[Mode, ...]] = ("truncation", "default", "filled")
+FEATURE_MODES: Final[tuple[Mode, ...]] = ("cleared", "filled_cleared", "pinned", "filled_pinned")
+"""With ``features``: the default and filled contexts with tool-result clearing on, and with the
+conversation's first user message pinned (its exact text)."""
 DEFAULT_BUDGETS: Final = (2_000, 4_000, 8_000)
 
 
@@ -49,6 +55,9 @@ class EvalOptions:
     budgets: tuple[int, ...] = DEFAULT_BUDGETS
     reserve_tokens: int = 0
     """The whole budget goes to the context: truncation gets all of it too."""
+    features: bool = False
+    """Also score ``FEATURE_MODES`` (clearing keeping ``clear_keep`` results, and a pin)."""
+    clear_keep: int = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +66,8 @@ class Scored:
 
     tokens: int
     recall: Mapping[str, Recall]
+    saved: int = 0
+    """Tokens clearing saved in this context (its ``stats.clearing.tokens_saved``)."""
 
     @property
     def share(self) -> float | None:
@@ -68,6 +79,7 @@ class Scored:
             "recall": {kind: _round(value.share) for kind, value in sorted(self.recall.items())},
             "found": self.recall["all"].found,
             "anchors": self.recall["all"].total,
+            **({"tokens_saved": self.saved} if self.saved else {}),
         }
 
 
@@ -92,6 +104,8 @@ class ConversationResult:
     filled_window_tokens: int
     """The same context filled: what ``fill`` would cost a caller passing its whole window."""
     losses: Sequence[Loss]
+    unsourced: Sequence[str]
+    """Task & Goals items the service stored ``[unsourced]``, each once."""
     determinism_hash: str
     reproduced: bool | None
     """The offline extractor re-run in process over the same archives gave the same working
@@ -127,6 +141,7 @@ class ConversationResult:
                 for budget, modes in self.scores.items()
             },
             "protected_loss": len(self.losses),
+            "unsourced_items": list(self.unsourced),
             "protected_lost_items": [
                 {
                     "section": loss.section.value,
@@ -172,7 +187,34 @@ async def _context(
 
 def _scored_context(body: Mapping[str, Any], anchors: Sequence[Anchor]) -> Scored:
     hay = Haystack.of(body["messages"], str(body.get("system_prompt_addition", "")))
-    return Scored(int(body["tokens"]["total"]), recall(anchors, hay))
+    clearing = body["stats"].get("clearing") or {}
+    return Scored(
+        int(body["tokens"]["total"]), recall(anchors, hay), int(clearing.get("tokens_saved", 0))
+    )
+
+
+async def _pin_first_user_message(
+    http: httpx.AsyncClient, agent_session_id: str, history: Sequence[StoredMessage]
+) -> bool:
+    """Pin the first user message the pin limit admits (the task, as a user would pin it)."""
+    for message in history:
+        if message.role == "user":
+            response = await http.post(
+                f"/v1/sessions/{agent_session_id}/pins", json={"message_seq": message.seq}
+            )
+            if response.status_code == 201:
+                return True
+    return False
+
+
+def _unsourced(versions: Sequence[Mapping[str, Any]]) -> list[str]:
+    found: dict[str, None] = {}
+    for version in versions:
+        if version.get("section") == Section.TASK_AND_GOALS.value:
+            for line in str(version.get("content") or "").splitlines():
+                if Marker.UNSOURCED.value in line:
+                    found.setdefault(line.lstrip("- ").strip(), None)
+    return list(found)
 
 
 async def evaluate(
@@ -199,10 +241,23 @@ async def evaluate(
             "default": _scored_context(await _context(http, sid, params), anchors),
             "filled": _scored_context(await _context(http, sid, {**params, "fill": True}), anchors),
         }
+        if options.features:
+            cleared = {**params, "clear_tool_results": options.clear_keep}
+            scores[budget]["cleared"] = _scored_context(await _context(http, sid, cleared), anchors)
+            scores[budget]["filled_cleared"] = _scored_context(
+                await _context(http, sid, {**cleared, "fill": True}), anchors
+            )
     # At the endpoint's default budget: where "the context is at most a fifth of the history" is
     # read, and what fill would cost a caller that passes its whole window.
     full = await _context(http, sid, {})
     full_filled = await _context(http, sid, {"fill": True})
+    if options.features and await _pin_first_user_message(http, sid, history):
+        for budget in options.budgets:
+            params = {"token_budget": budget, "reserve_tokens": options.reserve_tokens}
+            scores[budget]["pinned"] = _scored_context(await _context(http, sid, params), anchors)
+            scores[budget]["filled_pinned"] = _scored_context(
+                await _context(http, sid, {**params, "fill": True}), anchors
+            )
     versions = await section_history(http, sid)
     grouped = by_section(versions)
     history_by_section = {section: grouped.get(section.value, []) for section in SECTIONS}
@@ -229,6 +284,7 @@ async def evaluate(
         default_context_tokens=int(full["tokens"]["total"]),
         filled_window_tokens=int(full_filled["tokens"]["total"]),
         losses=protected_losses(history_by_section),
+        unsourced=_unsourced(versions),
         determinism_hash=_history_hash(versions),
         reproduced=await _reproduced(replayed, history, versions),
     )
@@ -259,7 +315,9 @@ async def _reproduced(
     rebuilt: list[dict[str, Any]] = []
     for archive in done:
         messages = [dict(m.message) for m in history[archive.start_seq - 1 : archive.end_seq]]
-        generated = await generator.generate(prior, messages)
+        generated = await generator.generate(
+            prior, messages, seqs=range(archive.start_seq, archive.end_seq + 1)
+        )
         sections = generated.result.sections
         rebuilt += [
             {
@@ -270,5 +328,7 @@ async def _reproduced(
             }
             for n, s in enumerate(SECTIONS, start=1)
         ]
-        prior = WorkingMemory(archive.archive_seq, archive.end_seq, sections)
+        prior = WorkingMemory(
+            archive.archive_seq, archive.end_seq, sections, sources=generated.result.sources
+        )
     return _history_hash(rebuilt) == _history_hash(versions)

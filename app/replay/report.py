@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from statistics import mean
 from typing import Any, Final
 
-from app.replay.evaluation import MODES, ConversationResult, Mode
+from app.replay.evaluation import FEATURE_MODES, MODES, ConversationResult, Mode
 
 LONG_TOKENS: Final = 15_000
 RECALL_RATIO_TARGET: Final = 1.5
@@ -39,7 +39,8 @@ def is_long(result: ConversationResult) -> bool:
 
 
 def _share(result: ConversationResult, budget: int, mode: Mode) -> float | None:
-    return result.scores[budget][mode].share
+    scored = result.scores[budget].get(mode)
+    return None if scored is None else scored.share
 
 
 def mean_recall(results: Sequence[ConversationResult], budget: int, mode: Mode) -> float | None:
@@ -142,6 +143,42 @@ def summary(results: Sequence[ConversationResult], budgets: Sequence[int]) -> di
     return {"by_budget": by_budget, "conversations": len(results)}
 
 
+def feature_summary(
+    results: Sequence[ConversationResult], budgets: Sequence[int]
+) -> dict[str, Any] | None:
+    """With the feature modes scored: mean recall of each next to the plain modes, the tokens
+    the contexts cost and clearing saved, by budget and set; ``None`` when none was scored."""
+    if not any(mode in r.scores[b] for r in results for b in budgets for mode in FEATURE_MODES):
+        return None
+    by_budget: dict[str, Any] = {}
+    for budget in budgets:
+        entry: dict[str, Any] = {}
+        for scope in sorted({r.set for r in results}):
+            chosen = [r for r in results if r.set == scope]
+            modes = [*MODES, *FEATURE_MODES]
+            entry[scope] = {
+                "recall": {mode: _rounded(mean_recall(chosen, budget, mode)) for mode in modes},
+                "tokens": {
+                    mode: sum(
+                        r.scores[budget][mode].tokens for r in chosen if mode in r.scores[budget]
+                    )
+                    for mode in modes
+                },
+                "tokens_saved_by_clearing": {
+                    mode: sum(
+                        r.scores[budget][mode].saved for r in chosen if mode in r.scores[budget]
+                    )
+                    for mode in ("cleared", "filled_cleared")
+                },
+            }
+        by_budget[str(budget)] = entry
+    return {
+        "by_budget": by_budget,
+        "unsourced_items": sum(len(r.unsourced) for r in results),
+        "pinned_conversations": sum("pinned" in r.scores[budgets[0]] for r in results),
+    }
+
+
 def _rounded(value: float | None) -> float | None:
     return None if value is None else round(value, 4)
 
@@ -151,9 +188,11 @@ def as_json(
     budgets: Sequence[int],
     header: Mapping[str, Any],
 ) -> dict[str, Any]:
+    features = feature_summary(results, budgets)
     return {
         **header,
         "summary": summary(results, budgets),
+        **({"features": features} if features is not None else {}),
         "targets": [target.as_json() for target in targets(results, budgets)],
         "conversations": [result.as_json() for result in results],
     }

@@ -321,6 +321,16 @@ class MessageRepository:
         rows = await self.db.execute(statement.order_by(Message.seq).limit(limit))
         return [StoredMessage(*row) for row in rows.all()]
 
+    async def read_seqs(
+        self, agent_session_id: uuid.UUID, seqs: Sequence[int]
+    ) -> list[StoredMessage]:
+        """The messages with these seqs (those that exist), oldest first."""
+        statement = select(*_STORED_COLUMNS).where(
+            *self._of(agent_session_id), Message.seq.in_(sorted(set(seqs)))
+        )
+        rows = await self.db.execute(statement.order_by(Message.seq))
+        return [StoredMessage(*row) for row in rows.all()]
+
 
 def _retracted() -> Exists:
     """The message of the enclosing query has a retraction (an anti-join on its primary key)."""

@@ -348,6 +348,13 @@ class AgentSessionService:
             without_retracted=without_retracted,
         )
 
+    async def messages_at(
+        self, agent_session_id: uuid.UUID, seqs: Sequence[int]
+    ) -> list[StoredMessage]:
+        """The messages with these seqs, oldest first (the sources of working-memory items), for
+        callers that hold a row only a visible agent session has, as ``messages_between``."""
+        return await self.messages.read_seqs(agent_session_id, seqs) if seqs else []
+
     async def recompute_pending(self, agent_session: AgentSession) -> int:
         """``pending_tokens`` from the rows: live messages outside the keep window."""
         keep = agent_session.keep_recent_count

@@ -165,12 +165,20 @@ def key_facts_guard(prior: str, op: SectionOp, ctx: GuardContext) -> Verdict:
 # C. Task & Goals ---------------------------------------------------------------------------------
 
 
-def is_constraint(item: str) -> bool:
-    """A user constraint (DESIGN 3.5 C, 3.7): a keyword, and not lifted or done."""
-    if markers_of(item) & {Marker.LIFTED, Marker.DONE}:
-        return False
-    text = strip_markers(item)
+_NOT_CONSTRAINTS: Final = frozenset({Marker.LIFTED, Marker.DONE, Marker.UNSOURCED})
+
+
+def states_constraint(text: str) -> bool:
+    """Whether a text holds one of guard C's keywords (whole words, or a CJK one)."""
     return _CONSTRAINT_WORDS.search(text) is not None or any(w in text for w in _CONSTRAINT_CJK)
+
+
+def is_constraint(item: str) -> bool:
+    """A user constraint (DESIGN 3.5 C, 3.7): a keyword, and not lifted, done or unsourced (an
+    instruction no user message gave is not the user's to keep)."""
+    if markers_of(item) & _NOT_CONSTRAINTS:
+        return False
+    return states_constraint(strip_markers(item))
 
 
 def task_guard(prior: str, op: SectionOp, ctx: GuardContext) -> Verdict:

@@ -26,6 +26,7 @@ class Marker(StrEnum):
     RESOLVED = "[resolved]"
     DONE = "[done]"
     LIFTED = "[lifted]"
+    UNSOURCED = "[unsourced]"
 
 
 _MARKER_PREFIX = re.compile(

@@ -8,19 +8,29 @@ never raises on any input, and never loses prior content in a guarded section.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Final
 
 from app.wm.guards import GUARDS, SENTINEL, GuardContext, Verdict, accept, without_sentinel
 from app.wm.items import append_items, fresh_items, split_items
 from app.wm.ops import KEEP, OpKind, SectionOp, append, update
+from app.wm.provenance import (
+    Provenance,
+    SectionSources,
+    attribute,
+    mark_unsourced,
+    read_references,
+)
 from app.wm.reasons import (
+    DETAIL_OUTSIDE_RANGE,
     DETAIL_PROBLEM,
     DETAIL_SCHEMA_VIOLATION,
     DETAIL_SENTINEL_REMOVED,
+    DETAIL_UNSOURCED,
     Guard,
     Reason,
 )
+from app.wm.references import Seqs
 from app.wm.schema import ResolvedOp, resolve
 from app.wm.sections import SECTIONS, ParsedDocument, Section, canonical_body, render
 from app.wm.thresholds import DEFAULT_CONFIG, GuardConfig
@@ -59,7 +69,8 @@ class MergeResult:
     """The next working memory: seven bodies in order, its Markdown, and a decision per section.
 
     Token counts are computed on first use (with the merge's counter) and kept: storing a result
-    needs them, a caller that only renders does not.
+    needs them, a caller that only renders does not. ``sources`` holds every item's sources
+    when the merge was given provenance (empty otherwise).
     """
 
     sections: Mapping[Section, str]
@@ -67,6 +78,7 @@ class MergeResult:
     markdown: str
     item_counts: Mapping[Section, int]
     counter: TokenCounter = field(repr=False, compare=False)
+    sources: Mapping[Section, SectionSources] = field(default_factory=dict)
     _token_counts: dict[Section, int] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )
@@ -92,6 +104,10 @@ class MergeResult:
             "decisions": [decision.to_dict() for decision in self.decisions],
             "token_counts": {s.value: count for s, count in self.token_counts.items()},
             "item_counts": {s.value: count for s, count in self.item_counts.items()},
+            "sources": {
+                s.value: [entry.as_json() for entry in entries]
+                for s, entries in self.sources.items()
+            },
         }
 
 
@@ -101,11 +117,17 @@ def merge(
     *,
     config: GuardConfig = DEFAULT_CONFIG,
     counter: TokenCounter = count_tokens,
+    provenance: Provenance | None = None,
 ) -> MergeResult:
     """Apply one proposal (tool arguments, already parsed) to the prior seven sections.
 
     Arguments in which no section has a usable op are no proposal at all (DESIGN 3.7): the prior
     is kept and every decision says ``unrecoverable_arguments``, with why in its details.
+
+    With ``provenance``, every item gets its sources: the trailing references of the op's items
+    (read and stripped before any guard sees them) or the extractor's, the prior's, and those
+    of the prior items an UPDATE folded into it; and a new Task & Goals constraint that no user
+    message gave is marked ``[unsourced]`` (``unsourced_constraint``).
     """
     resolved = resolve(ops)
     if all(entry.op is None for entry in resolved.values()):
@@ -120,16 +142,30 @@ def merge(
             )
             for section in SECTIONS
         ]
-        return result_of({s: prior.get(s, "").strip() for s in SECTIONS}, unusable, counter)
+        kept = {s: prior.get(s, "").strip() for s in SECTIONS}
+        return result_of(kept, unusable, counter, provenance, {}, prior)
     context = GuardContext(config, counter)
     bodies: dict[Section, str] = {}
     decisions: list[Decision] = []
+    cited: dict[Section, Mapping[str, Seqs]] = {}
     for section in SECTIONS:
         before = prior.get(section, "").strip()
-        body, decision = _merge_section(section, before, resolved[section], context)
+        entry = resolved[section]
+        outside: Seqs = ()
+        if provenance is not None and provenance.cited is not None:
+            cited[section] = provenance.cited
+        elif provenance is not None and entry.op is not None:
+            read = read_references(entry.op, provenance.allowed)
+            entry = replace(entry, op=read.op)
+            cited[section], outside = read.cited, read.outside
+        body, decision = _merge_section(section, before, entry, context)
+        if outside:
+            decision = replace(
+                decision, details={**decision.details, DETAIL_OUTSIDE_RANGE: list(outside[:50])}
+            )
         bodies[section] = body
         decisions.append(decision)
-    return result_of(bodies, decisions, counter)
+    return result_of(bodies, decisions, counter, provenance, cited, prior)
 
 
 def keep_all(
@@ -145,15 +181,50 @@ def keep_all(
 
 
 def result_of(
-    bodies: Mapping[Section, str], decisions: list[Decision], counter: TokenCounter
+    bodies: Mapping[Section, str],
+    decisions: list[Decision],
+    counter: TokenCounter,
+    provenance: Provenance | None = None,
+    cited: Mapping[Section, Mapping[str, Seqs]] | None = None,
+    prior: Mapping[Section, str] | None = None,
 ) -> MergeResult:
     ordered = {section: canonical_body(bodies[section]) for section in SECTIONS}
+    sources: dict[Section, SectionSources] = {}
+    if provenance is not None:
+        for section in SECTIONS:
+            sources[section] = attribute(
+                ordered[section], (cited or {}).get(section, {}), provenance.prior.get(section, ())
+            )
+        task = Section.TASK_AND_GOALS
+        checked = mark_unsourced(
+            ordered[task],
+            sources[task],
+            (prior or {}).get(task, "").strip(),
+            provenance.prior.get(task, ()),
+            provenance.evidence,
+        )
+        ordered[task], sources[task] = checked.body, checked.sources
+        if checked.marked:
+            index = SECTIONS.index(task)
+            decisions[index] = _unsourced(decisions[index], checked.marked)
     return MergeResult(
         sections=ordered,
         decisions=tuple(decisions),
         markdown=render(ordered),
         item_counts={s: len(split_items(body)) for s, body in ordered.items()},
         counter=counter,
+        sources=sources,
+    )
+
+
+def _unsourced(decision: Decision, marked: list[str]) -> Decision:
+    """The Task & Goals decision once the unsourced-constraint rule marked items: its reason
+    (guard C's restoration, if any, stays in the details)."""
+    return replace(
+        decision,
+        guard=Guard.CONSTRAINT_RETENTION,
+        reason=Reason.UNSOURCED_CONSTRAINT,
+        details={**decision.details, DETAIL_UNSOURCED: marked},
     )
 
 

@@ -15,7 +15,7 @@ from app.wm.schema import CREATE_FIELD, CREATE_TOOL_NAME, UPDATE_TOOL_NAME
 from app.wm.sections import SECTIONS
 from app.wm.tokens import TokenCounter, count_tokens
 
-PROMPT_VERSION: Final = "wm-prompt-2024-06-v1"
+PROMPT_VERSION: Final = "wm-prompt-2026-12-v2"
 
 MESSAGE_CHAR_LIMIT: Final = 2000
 BATCH_TOKEN_BUDGET: Final = 24_000
@@ -46,6 +46,13 @@ Rules:
 - When a section is over its budget, consolidate it with UPDATE: merge related bullets into
   fewer ones and keep names, dates and exact values.
 - When nothing in a section changed, use KEEP.
+- Messages are numbered (#12). End every item you write with the numbers of the messages it
+  comes from, as (#12, #15). An item you keep keeps its numbers; an item that merges others
+  carries all of their numbers.
+- An instruction or constraint comes from the user: cite the user's message that gives it.
+  Never add one that no user message gives.
+- Pinned facts are always shown to the agent beside the working memory: never contradict them
+  (you need not copy them).
 - Budgets: about {SECTION_TOKEN_BUDGET} tokens per section and {DOCUMENT_TOKEN_BUDGET} tokens for
   the whole working memory."""
 
@@ -89,8 +96,11 @@ def cut_text(text: str, limit: int = MESSAGE_CHAR_LIMIT) -> str:
     return f"{text[:head]}\n[... {cut} characters cut ...]\n{text[-tail:]}"
 
 
-def render_message(message: MessageView, limit: int = MESSAGE_CHAR_LIMIT) -> str:
-    """``[role]: text``; tool calls ``[tool:<name>] <args>``; results ``[tool result:<name>]``."""
+def render_message(
+    message: MessageView, limit: int = MESSAGE_CHAR_LIMIT, seq: int | None = None
+) -> str:
+    """``[role]: text``; tool calls ``[tool:<name>] <args>``; results ``[tool result:<name>]``;
+    with ``seq``, the block starts with the message's number, ``#12``."""
     lines: list[str] = []
     if message.role == "tool":
         lines.append(f"[tool result:{message.tool_name}] {message.text.strip()}")
@@ -98,15 +108,36 @@ def render_message(message: MessageView, limit: int = MESSAGE_CHAR_LIMIT) -> str
         lines.append(f"[{message.speaker}]: {message.text.strip()}")
     for call in message.tool_calls:
         lines.append(f"[tool:{call.name}] {arguments_summary(call.arguments)}")
-    return cut_text("\n".join(lines), limit)
+    block = cut_text("\n".join(lines), limit)
+    return f"#{seq} {block}" if block and seq is not None else block
 
 
 def render_messages(
-    messages: Sequence[Mapping[str, object]], limit: int = MESSAGE_CHAR_LIMIT
+    messages: Sequence[Mapping[str, object]],
+    limit: int = MESSAGE_CHAR_LIMIT,
+    first_seq: int | None = None,
 ) -> str:
-    """The archived messages as the prompt shows them, one block per message."""
-    rendered = (render_message(message, limit) for message in read_messages(messages))
+    """The archived messages as the prompt shows them, one block per message, numbered from
+    ``first_seq`` when given."""
+    rendered = (
+        render_message(view, limit, None if first_seq is None else first_seq + view.position)
+        for view in read_messages(messages)
+    )
     return "\n\n".join(block for block in rendered if block)
+
+
+def pinned_block(pins: Sequence[str]) -> list[str]:
+    """The ``<pinned_facts>`` lines of a prompt ([] without pins)."""
+    if not pins:
+        return []
+    return [
+        "<pinned_facts>",
+        *(f"- {pin}" for pin in pins),
+        "</pinned_facts>",
+        "These were pinned by the user or the agent and are shown beside the working memory on "
+        "every call: never contradict them.",
+        "",
+    ]
 
 
 def batch_messages(
@@ -154,9 +185,16 @@ def update_prompt(
     *,
     size_warnings: str = "",
     limit: int = MESSAGE_CHAR_LIMIT,
+    first_seq: int = 1,
+    pins: Sequence[str] = (),
 ) -> list[dict[str, str]]:
-    """System and user messages of the update call (the tool itself comes from ``schema``)."""
+    """System and user messages of the update call (the tool itself comes from ``schema``).
+
+    ``prior_markdown`` is the prior working memory with its items' references; the messages
+    are numbered from ``first_seq``; ``pins`` are the agent session's pinned facts.
+    """
     parts = [
+        *pinned_block(pins),
         "<working_memory>",
         prior_markdown.strip(),
         "</working_memory>",
@@ -166,7 +204,7 @@ def update_prompt(
     parts += [
         "",
         "<archived_messages>",
-        render_messages(messages, limit),
+        render_messages(messages, limit, first_seq),
         "</archived_messages>",
         "",
         f"Call {UPDATE_TOOL_NAME} with one op for each of: "
@@ -184,14 +222,17 @@ def create_prompt(
     *,
     context: str = "",
     limit: int = MESSAGE_CHAR_LIMIT,
+    first_seq: int = 1,
+    pins: Sequence[str] = (),
 ) -> list[dict[str, str]]:
     """System and user messages of the creation call.
 
     ``context`` is whatever already exists for the session: a legacy overview, a prior working
     memory when the creation call stands in for a failed update, or the parts of an imported
-    document that are not sections (preamble, other headings).
+    document that are not sections (preamble, other headings). The messages are numbered from
+    ``first_seq``; ``pins`` are the agent session's pinned facts.
     """
-    parts: list[str] = []
+    parts: list[str] = pinned_block(pins)
     if context.strip():
         parts += [
             "<existing_notes>",
@@ -202,7 +243,7 @@ def create_prompt(
         ]
     parts += [
         "<archived_messages>",
-        render_messages(messages, limit),
+        render_messages(messages, limit, first_seq),
         "</archived_messages>",
         "",
         f"Call {CREATE_TOOL_NAME} with the whole working memory.",

@@ -27,6 +27,7 @@ class Reason(StrEnum):
     KEY_FACTS_RATIO = "key_facts_ratio"
     KEY_FACTS_ANCHOR_COVERAGE = "key_facts_anchor_coverage"
     CONSTRAINT_RESTORED = "constraint_restored"
+    UNSOURCED_CONSTRAINT = "unsourced_constraint"
     FILES_PATH_REGRESSION = "files_path_regression"
     ERRORS_APPEND_ONLY = "errors_append_only"
     OPEN_ISSUES_RESTORED = "open_issues_restored"
@@ -60,6 +61,9 @@ class RecoveryPath(StrEnum):
 #   Key Facts UPDATE       old_items, new_items, ratio, anchors, anchors_covered, coverage,
 #                          missing_anchors (on rejection), salvage {applied, reason, items}
 #   constraint_restored, open_issues_restored       restored (the lines added back)
+#   unsourced_constraint   unsourced (the items marked), and restored when guard C also acted
+#   any decision, with provenance   references_outside_range (seqs a reference named that the
+#                          archive and its prior do not cover; stripped, never kept)
 #   files_path_regression  lost_paths, added_paths
 #   errors_append_only     appended (how many fresh items)
 # The keys that other code reads are named here.
@@ -67,3 +71,5 @@ DETAIL_SCHEMA_VIOLATION: Final = "schema_violation"
 DETAIL_PROBLEM: Final = "problem"
 DETAIL_SALVAGE: Final = "salvage"
 DETAIL_SENTINEL_REMOVED: Final = "sentinel_removed"
+DETAIL_UNSOURCED: Final = "unsourced"
+DETAIL_OUTSIDE_RANGE: Final = "references_outside_range"

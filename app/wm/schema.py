@@ -44,7 +44,8 @@ _SECTION_OP_SCHEMA: Final[dict[str, Any]] = {
             "Replace the section with a new full body.",
             content={
                 "type": "string",
-                "description": "The complete new body in Markdown, without the header line.",
+                "description": "The complete new body in Markdown, without the header line; "
+                "each item ends with its message references, as (#12, #15).",
             },
         ),
         _op_schema(
@@ -53,7 +54,8 @@ _SECTION_OP_SCHEMA: Final[dict[str, Any]] = {
             items={
                 "type": "array",
                 "items": {"type": "string"},
-                "description": "Bare item texts, one fact per item, without bullet markers.",
+                "description": "Bare item texts, one fact per item, without bullet markers, "
+                "each ending with its message references, as (#12, #15).",
             },
         ),
     ]

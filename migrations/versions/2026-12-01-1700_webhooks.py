@@ -9,7 +9,7 @@ tenant through ``workmem_claim_webhook_deliveries`` (``SECURITY DEFINER``, owned
 ``workmem_definer``), which returns ids only; everything after runs under the row's tenant.
 
 Revision ID: 0009
-Revises: 0007
+Revises: 0008
 Create Date: 2026-12-01 17:00:00+00:00
 """
 
@@ -20,7 +20,7 @@ from alembic import op
 from sqlalchemy.dialects import postgresql
 
 revision: str = "0009"
-down_revision: str | None = "0007"
+down_revision: str | None = "0008"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 
-from app.archives.generation import WorkingMemoryGenerator, legacy_sections
+import pytest
+
+from app.archives.generation import WorkingMemoryGenerator, consecutive_runs, legacy_sections
 from app.archives.working_memory import WorkingMemory
 from app.llm.fakes import ScriptedChatModel, tool_call
 from app.wm.sections import Section, empty_sections
@@ -105,3 +107,51 @@ async def test_update_arguments_serialised_twice_are_merged_not_lost() -> None:
     generated = await WorkingMemoryGenerator(chat).generate(prior_with_title(), [])
     assert generated.generator == "llm_update"
     assert generated.result.sections[Section.SESSION_TITLE] == "Long archive migration"
+
+
+@pytest.mark.parametrize(
+    ("numbers", "runs"),
+    [
+        ([], []),
+        ([7], [(0, 1)]),
+        ([1, 2, 3], [(0, 3)]),
+        ([1, 2, 4, 5], [(0, 2), (2, 4)]),
+        ([3, 5, 7], [(0, 1), (1, 2), (2, 3)]),
+        ([10, 11, 13], [(0, 2), (2, 3)]),
+    ],
+)
+def test_consecutive_runs_split_at_every_gap(
+    numbers: list[int], runs: list[tuple[int, int]]
+) -> None:
+    assert consecutive_runs(numbers) == runs
+
+
+async def test_items_cite_the_seqs_of_messages_around_a_gap() -> None:
+    """A retracted message leaves a gap in the archive's seqs: what comes after it is cited by
+    its own seq, never by its position."""
+    messages = [
+        {"role": "user", "content": "Please fix the parser in src/app/parser.py today."},
+        {"role": "assistant", "content": "Looking at src/app/parser.py now."},
+        {"role": "user", "content": "Traceback ends in KeyError: 'email' in src/app/models.py."},
+    ]
+    generated = await WorkingMemoryGenerator(None).generate(
+        WorkingMemory.empty(), messages, seqs=[4, 5, 9]
+    )
+
+    cited = {
+        seq
+        for entries in generated.result.sources.values()
+        for entry in entries
+        for seq in entry.seqs
+    }
+    assert 9 in cited
+    assert cited <= {4, 5, 9}
+    files = generated.result.sources[Section.FILES]
+    assert any("models.py" in entry.item and entry.seqs == (9,) for entry in files), files
+
+
+async def test_seqs_must_number_every_message() -> None:
+    with pytest.raises(ValueError, match="2 seqs for 1 messages"):
+        await WorkingMemoryGenerator(None).generate(
+            WorkingMemory.empty(), [{"role": "user", "content": "x"}], seqs=[1, 2]
+        )

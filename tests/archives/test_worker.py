@@ -57,7 +57,12 @@ class RecordingGenerator(WorkingMemoryGenerator):
         self.delay_s = delay_s
 
     async def generate(
-        self, prior: WorkingMemory, messages: Sequence[Mapping[str, object]]
+        self,
+        prior: WorkingMemory,
+        messages: Sequence[Mapping[str, object]],
+        *,
+        seqs: Sequence[int] | None = None,
+        pins: Sequence[str] = (),
     ) -> Generated:
         contents = tuple(str(m.get("content")) for m in messages)
         self.seen.append(contents)
@@ -315,9 +320,14 @@ async def test_lease_lost_writes_nothing(
 
     class StealingGenerator(RecordingGenerator):
         async def generate(
-            self, prior: WorkingMemory, messages: Sequence[Mapping[str, object]]
+            self,
+            prior: WorkingMemory,
+            messages: Sequence[Mapping[str, object]],
+            *,
+            seqs: Sequence[int] | None = None,
+            pins: Sequence[str] = (),
         ) -> Generated:
-            generated = await super().generate(prior, messages)
+            generated = await super().generate(prior, messages, seqs=seqs, pins=pins)
             async with own_admin_database.unscoped() as db:  # another worker took over meanwhile
                 await db.execute(text("UPDATE archives SET attempt = attempt + 1"))
             return generated
@@ -366,12 +376,17 @@ async def test_a_failed_archive_larger_than_the_input_budget_is_covered_whole(
         failed = False
 
         async def generate(
-            self, prior: WorkingMemory, messages: Sequence[Mapping[str, object]]
+            self,
+            prior: WorkingMemory,
+            messages: Sequence[Mapping[str, object]],
+            *,
+            seqs: Sequence[int] | None = None,
+            pins: Sequence[str] = (),
         ) -> Generated:
             if not self.failed:
                 self.failed = True
                 raise PermanentModelError("rejected", code="client_error", status=400)
-            return await super().generate(prior, messages)
+            return await super().generate(prior, messages, seqs=seqs, pins=pins)
 
     keys = await make_tenant(own_database)
     generator = FailingFirst()

@@ -115,9 +115,10 @@ BILLING_SCRIPT: list[ScriptStep] = [
     tool_call(
         keep_all(
             SESSION_TITLE=update("Weekend plans"),
-            CURRENT_STATE=update("Stripe client wired in; invoices next."),
+            # Messages 3 and 4 are this archive's: the references become each item's sources.
+            CURRENT_STATE=update("Stripe client wired in; invoices next. (#3, #4)"),
             TASK_AND_GOALS=update("- Migrate invoice creation to Stripe"),
-            KEY_FACTS=update("- Stripe chosen"),
+            KEY_FACTS=update("- Stripe chosen (#4)"),
             FILES=update("- app/billing/service.py"),
             ERRORS=update("- TypeError: amount must be an integer"),
             OPEN_ISSUES=update("- Do we need a migration for old invoices?"),
@@ -182,6 +183,14 @@ class AuditData:
         return uuid.UUID(self.support)
 
 
+# What the user said in each session's first round: the constraints its scripted working
+# memory records are the user's own (the unsourced-constraint rule would mark them otherwise).
+FIRST_WORDS = {
+    "billing": " Never deploy on Fridays.",
+    "support": " Always answer in English. Only refund within 30 days.",
+}
+
+
 async def _session(http: httpx.AsyncClient, keys: TenantKeys, external_id: str, rounds: int) -> str:
     created_ = await http.post(
         "/v1/sessions", json={"external_id": external_id}, headers=keys.write
@@ -193,7 +202,11 @@ async def _session(http: httpx.AsyncClient, keys: TenantKeys, external_id: str, 
             f"/v1/sessions/{agent_session_id}/messages:batch",
             json={
                 "messages": [
-                    {"role": "user", "content": f"{external_id} round {round_}: carry on"},
+                    {
+                        "role": "user",
+                        "content": f"{external_id} round {round_}: carry on"
+                        + (FIRST_WORDS.get(external_id, "") if round_ == 1 else ""),
+                    },
                     {"role": "assistant", "content": f"Working on round {round_}."},
                 ]
             },

@@ -70,6 +70,12 @@ def test_follow_the_timeline_to_the_guarded_archive(
     expect(files.locator(".badge", has_text="files_path_regression")).to_be_visible()
     files.get_by_text("Details").click()
     expect(files.locator(".details li", has_text="app/billing/models.py")).to_be_visible()
+    state = page.locator("section", has=page.get_by_role("heading", name="Current State"))
+    state.get_by_text("Where each item came from").click()
+    state.get_by_text("messages #3, #4").click()
+    expect(
+        state.locator(".item-messages .message", has_text="billing round 2: carry on")
+    ).to_be_visible()
     title = page.locator("section", has=page.get_by_role("heading", name="Session Title"))
     expect(title.locator(".badge", has_text="title_no_overlap")).to_be_visible()
     screenshot = tmp_path / "archive-2.png"

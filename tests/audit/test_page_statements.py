@@ -43,7 +43,7 @@ async def counted(
     [
         ("/ui/sessions", 2),
         ("/ui/sessions/{id}", 4),
-        ("/ui/sessions/{id}/archives/2", 5),
+        ("/ui/sessions/{id}/archives/2", 6),  # the messages its items cite, in one read
         ("/ui/sessions/{id}/archives/2/messages", 5),  # expand lists the archive's memories too
         ("/ui/sessions/{id}/search?q=refund", 3),
     ],

@@ -179,6 +179,14 @@ async def test_a_reader_walks_from_the_sessions_to_the_diff(
     assert re.search(r"<ins><span class=\"sr\">added: </span>[^<]*\[silently dropped", issues)
     assert "<del>" in sections[6] or "<del>" in sections[1]
     assert 'href="/ui/sessions/' + audit_data.billing + '/archives/1">archive 1</a>' in archive.text
+    # Each item's sources, expandable to the raw messages they name.
+    state = sections[1]
+    assert "Where each item came from" in state
+    assert "Stripe client wired in; invoices next.</span>" in state
+    assert "messages #3, #4</summary>" in state
+    assert "billing round 2: carry on" in state
+    assert "Working on round 2." in state
+    assert "Where each item came from" not in sections[0], "an item without sources shows none"
 
     messages = await browser.get(f"/ui/sessions/{audit_data.billing}/archives/2/messages")
     pages.append(messages.text)

@@ -98,7 +98,13 @@ def assert_well_formed(context: Mapping[str, Any]) -> None:
     check_chat_request({"model": "m", "messages": [system, *messages]})
     assert_tool_groups_whole(messages)
     tokens = context["tokens"]
-    assert tokens["total"] == tokens["system_prompt_addition"] + tokens["wm"] + tokens["messages"]
+    assert tokens["total"] == (
+        tokens["system_prompt_addition"]
+        + tokens["wm"]
+        + tokens["memories"]
+        + tokens["pinned"]
+        + tokens["messages"]
+    )
     assert tokens["usable"] == tokens["budget"] - tokens["reserved"]
     assert tokens["over_budget"] is (tokens["total"] > tokens["usable"])
     has_summary = bool(messages) and str(messages[0].get("content", "")).startswith(SUMMARY_PREFIX)
@@ -106,7 +112,14 @@ def assert_well_formed(context: Mapping[str, Any]) -> None:
     stats = context["stats"]
     omitted = sum(r["end_seq"] - r["start_seq"] + 1 for r in stats["omitted_ranges"])
     assert stats["messages_omitted"] == omitted
-    assert stats["messages_included"] + stats["messages_filled"] == len(messages) - has_summary
+    # The [Relevant Memories] and [Pinned] blocks follow the summary, in that order.
+    heads = has_summary + (tokens["memories"] > 0) + (tokens["pinned"] > 0)
+    blocks = [str(m.get("content", "")).split("\n")[0] for m in messages[has_summary:heads]]
+    assert blocks == [
+        *(["[Relevant Memories]"] if tokens["memories"] else []),
+        *(["[Pinned]"] if tokens["pinned"] else []),
+    ]
+    assert stats["messages_included"] + stats["messages_filled"] == len(messages) - heads
     assert tokens["filled"] <= tokens["messages"]
     if stats["messages_filled"]:
         assert has_summary, "filled messages follow a summary"

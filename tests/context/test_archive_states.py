@@ -192,13 +192,18 @@ class GatedGenerator(WorkingMemoryGenerator):
         self.fail = False
 
     async def generate(
-        self, prior: WorkingMemory, messages: Sequence[Mapping[str, object]]
+        self,
+        prior: WorkingMemory,
+        messages: Sequence[Mapping[str, object]],
+        *,
+        seqs: Sequence[int] | None = None,
+        pins: Sequence[str] = (),
     ) -> Generated:
         self.entered.set()
         await self.gate.wait()
         if self.fail:
             raise PermanentModelError("rejected", code="client_error", status=400)
-        return await super().generate(prior, messages)
+        return await super().generate(prior, messages, seqs=seqs, pins=pins)
 
 
 async def test_the_real_worker_through_running_done_and_failed(

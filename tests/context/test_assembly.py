@@ -7,6 +7,7 @@ server uses.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -16,11 +17,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from app.archives.working_memory import WorkingMemory
-from app.context.assembly import CUT_NOTE, Hint, Window, assemble
+from app.context.assembly import CUT_NOTE, Assembly, Hint, Window, assemble
 from app.context.budget import MAX_TOKEN_BUDGET, Budget, InvalidBudget, plan_budget, reply_reserve
+from app.context.clearing import Clearing
 from app.context.fill import NOTHING_FILLED, choose_fill, fill_room, with_fill
 from app.context.hint import ArchiveRange, listed_archives, system_prompt_addition
 from app.context.outgoing import outgoing
+from app.context.pinned import PINNED_HEADER
 from app.context.summary import (
     REDUCTION_ORDER,
     SECTION_CUT_MARKER,
@@ -30,6 +33,7 @@ from app.context.summary import (
     summarise_sections,
 )
 from app.context.units import DropReason, Unit, fit_units, group_units
+from app.pins.records import Pin
 from app.sessions.records import StoredMessage
 from app.wm.sections import Section
 from app.wm.tokens import count_tokens
@@ -429,6 +433,7 @@ def test_hint_names_the_summary_the_unsummarised_archives_and_the_expand_endpoin
     assert "Archives 13-14 (messages 481-560) are not summarised yet" in text
     assert "archives (14 = messages 521-560, 13 = 481-520, 12 = 441-480, and older)" in text
     assert "GET /v1/sessions/S/archives/{archive_seq}" in text
+    assert "the same session's /history/search?q={words}" in text, "history search, beside it"
     assert text.count("/v1/sessions/S") == 1, "the session id is written once"
     one = system_prompt_addition(
         "S", summary_archive=ArchiveRange(13, 1, 520), index=index, listed=3
@@ -451,6 +456,8 @@ def test_hint_names_the_summary_the_unsummarised_archives_and_the_expand_endpoin
     assert system_prompt_addition("S", summary_archive=None, index=[], listed=3) == ""
     raw = system_prompt_addition("S", summary_archive=None, index=index[-1:], listed=3)
     assert raw.startswith("Messages 1-40 of this conversation are archived but not summarised")
+    for hint in (one, done, left_out, raw):
+        assert hint.endswith("call the same session's /history/search?q={words}.")
 
 
 @pytest.mark.parametrize(("usable", "listed"), [(1, 3), (7_500, 3), (10_000, 4), (108_000, 20)])
@@ -558,6 +565,8 @@ def conversations(draw: st.DrawFn) -> list[dict[str, Any]]:
     budget=st.integers(1, 4_000),
     start=st.integers(0, 5),
     with_summary=st.booleans(),
+    pin_sizes=st.lists(st.integers(1, 80), max_size=4),
+    keep=st.none() | st.integers(0, 4),
 )
 def test_every_assembled_list_is_accepted_and_within_budget(
     conversation: list[dict[str, Any]],
@@ -565,15 +574,26 @@ def test_every_assembled_list_is_accepted_and_within_budget(
     budget: int,
     start: int,
     with_summary: bool,
+    pin_sizes: list[int],
+    keep: int | None,
 ) -> None:
     floor = 100
     cands = [stored(floor + i + 1, m, tokens[i % len(tokens)]) for i, m in enumerate(conversation)]
     last_seq = floor + len(cands)
     window = Window(cands[start:], floor, last_seq)
     source = summarised(full_sections()) if with_summary else None
+    pins = [pin("word " * size) for size in pin_sizes]
+    clearing = None if keep is None else Clearing(keep, "/v1/sessions/s/messages")
     result = assemble(
-        plan_budget(budget), window, working_memory=source, hint=same_hint("h i n t"), counter=words
+        plan_budget(budget),
+        window,
+        working_memory=source,
+        hint=same_hint("h i n t"),
+        counter=words,
+        pins=pins,
+        clearing=clearing,
     )
+    assert_pins_and_clearing(result, pins, clearing, window)
 
     check_chat_request(
         {"model": "m", "messages": [{"role": "system", "content": "s"}, *result.messages]}
@@ -587,7 +607,7 @@ def test_every_assembled_list_is_accepted_and_within_budget(
         assert users[-1].head.seq in result.included_seqs
     if result.over_budget:
         assert result.included_seqs == (users[-1].head.seq,)
-        assert result.wm_tokens == result.hint_tokens == 0
+        assert result.wm_tokens == result.hint_tokens == result.pinned.tokens == 0
     else:
         assert result.total <= usable
     kept = [i for i, unit in enumerate(units) if unit.head.seq in result.included_seqs]
@@ -606,6 +626,41 @@ def test_every_assembled_list_is_accepted_and_within_budget(
     for first, last in result.omitted:
         accounted |= set(range(first, last + 1))
     assert accounted == set(range(floor + 1, last_seq + 1))
+
+
+def pin(text: str) -> Pin:
+    return Pin(uuid.uuid4(), text, None, None, words(text), uuid.uuid4(), datetime.now(UTC))
+
+
+def assert_pins_and_clearing(
+    result: Assembly, pins: Sequence[Pin], clearing: Clearing | None, window: Window
+) -> None:
+    """Pins are one block right after the summary, cut only when no section of the summary is
+    sent; a cleared result is a placeholder of a tool message, never one of the newest kept."""
+    heads = [m["content"] for m in result.messages[: result.head_messages]]
+    assert [h.split("\n")[0] for h in heads] == [
+        *(["[Session History Summary]"] if result.summary and result.summary.text else []),
+        *([PINNED_HEADER] if result.pinned.text else []),
+    ]
+    assert len(result.pinned.included) + result.pinned.left_out == len(pins)
+    assert result.pinned.included == tuple(pins[: len(result.pinned.included)])
+    if result.pinned.left_out and result.summary is not None:
+        assert result.summary.text is None
+    by_seq = {m.seq: m for m in window.candidates}
+    sent = dict(zip(result.included_seqs, result.messages[result.head_messages :], strict=True))
+    if clearing is None:
+        assert result.cleared == ()
+        return
+    placeholders = [seq for seq, m in sent.items() if str(m.get("content")).startswith("[tool r")]
+    assert sorted(placeholders) == sorted(seq for seq, _ in result.cleared)
+    for seq, saved in result.cleared:
+        assert by_seq[seq].role == "tool"
+        assert saved == by_seq[seq].token_count - words(sent[seq]["content"]) > 0
+    results = [seq for seq, m in sent.items() if m["role"] == "tool"]
+    whole = [seq for seq in results if seq not in dict(result.cleared)]
+    newest = sorted(results)[-clearing.keep :] if clearing.keep else []
+    assert set(newest) <= set(whole)
+    assert result.tokens_saved == sum(saved for _, saved in result.cleared)
 
 
 def contiguous_newest(units_tokens: list[int], room: int) -> int:
@@ -663,3 +718,58 @@ def test_a_filled_context_is_accepted_within_budget_and_at_least_truncation(
     raw_room = planned.usable - filled.hint_tokens - filled.wm_tokens
     every_unit = [unit.tokens for unit in covered_units + unsummarised]
     assert filled.message_tokens + filled.filled_tokens >= contiguous_newest(every_unit, raw_room)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    older=conversations(),
+    newer=conversations(),
+    tokens=st.lists(st.integers(0, 300), min_size=60, max_size=60),
+    budget=st.integers(1, 4_000),
+    keep=st.integers(0, 3),
+)
+def test_clearing_sends_at_least_as_much_history_within_the_same_budget(
+    older: list[dict[str, Any]],
+    newer: list[dict[str, Any]],
+    tokens: list[int],
+    budget: int,
+    keep: int,
+) -> None:
+    floor = len(older)
+    covered_messages = [stored(i + 1, m, tokens[i % 60]) for i, m in enumerate(older)]
+    newest = [stored(floor + i + 1, m, tokens[(floor + i) % 60]) for i, m in enumerate(newer)]
+    window = Window(newest, floor, floor + len(newest))
+    planned = plan_budget(budget)
+
+    def filled(clearing: Clearing | None) -> Assembly:
+        result = assemble(
+            planned,
+            window,
+            working_memory=summarised(full_sections()),
+            hint=same_hint("h i n t"),
+            counter=words,
+            clearing=clearing,
+        )
+        chosen = choose_fill(
+            covered_messages,
+            fill_room(result, planned.usable),
+            clearing=clearing,
+            kept_before=result.kept_whole,
+            counter=words,
+        )
+        return with_fill(result, chosen)
+
+    plain, cleared = filled(None), filled(Clearing(keep, "/v1/sessions/s/messages"))
+    check_chat_request(
+        {"model": "m", "messages": [{"role": "system", "content": "s"}, *cleared.messages]}
+    )
+    if not cleared.over_budget:
+        assert cleared.total <= planned.usable
+    assert len(cleared.messages) >= len(plain.messages)
+    assert len(cleared.filled) >= len(plain.filled)
+    # Across the filled and the unsummarised messages, the newest ``keep`` results stay whole.
+    sent = [*cleared.filled, *(m for m in newest if m.seq in cleared.included_seqs)]
+    results = [m.seq for m in sent if m.role == "tool"]
+    gone = {seq for seq, _ in cleared.cleared}
+    assert not gone & set(results[len(results) - keep :] if keep else [])
+    assert cleared.tokens_saved == sum(saved for _, saved in cleared.cleared)

@@ -17,7 +17,7 @@ from app.replay.run import ReplayError, Schedule, by_section, replay, section_hi
 from app.wm.items import Marker, is_kept, markers_of
 from app.wm.sections import Section
 from tests.conftest import AppFactory, make_tenant
-from tests.support.adversary import Adversary
+from tests.support.adversary import ATTACK_NAMES, INVENTED, Adversary
 from tests.support.datasets import loaded
 from tests.support.fake_openai import FakeOpenAI
 
@@ -135,3 +135,33 @@ async def test_the_adversarial_model_removes_only_issues_it_dropped_twice(
             )
         ]
         assert restored_before, f"{loss.item!r} left without its second chance"
+
+
+async def test_the_adversarys_invented_constraint_is_stored_unsourced_and_never_protected(
+    own_database: Database, app_client: AppFactory
+) -> None:
+    """The ``invent constraint`` attack first: a Task & Goals constraint no user gave, cited to
+    an assistant message, is marked ``[unsourced]`` (``unsourced_constraint``) and is not a
+    protected item, so no guard keeps it and no loss is counted when it goes."""
+    conversation = loaded(tau_airline_shift, None, 10)
+    keys = await make_tenant(own_database)
+    adversary = Adversary(first_attack=ATTACK_NAMES.index("invent constraint"))
+    with FakeOpenAI(default_reply=adversary.reply) as server:
+        async with app_client(
+            own_database,
+            llm_provider="openai",
+            llm_base_url=server.base_url,
+            llm_api_key=SecretStr("adversary"),
+            llm_max_retries=0,
+        ) as http:
+            http.headers.update(keys.write)
+            result = await evaluate(http, conversation, "tau-bench", EvalOptions(budgets=(4_000,)))
+            versions = await section_history(http, result.agent_session_id)
+    assert server.errors == []
+    assert adversary.invented == 1
+    assert result.interventions["unsourced_constraint"] == 1
+    task = by_section(versions)[Section.TASK_AND_GOALS.value]
+    planted = [body for _, body in task if INVENTED in body]
+    assert planted, "the attack never reached the stored section"
+    assert all(f"[unsourced] {INVENTED}" in body for body in planted)
+    assert not any(INVENTED in loss.item for loss in result.losses)

@@ -242,6 +242,8 @@ async def test_rls_is_forced_on_every_tenant_table(admin_database: Database) -> 
             "memories",
             "memory_events",
             "message_retractions",
+            "pin_events",
+            "pins",
             "webhook_attempts",
             "webhook_deliveries",
             "webhook_subscriptions",

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from functools import cache
 from typing import Any
 
@@ -18,16 +18,19 @@ import pytest
 
 from app.replay import datasets
 from app.replay.formats import Conversation
-from app.wm.extractor import extract_ops
+from app.wm.extractor import extract, extract_ops
+from app.wm.guards import SENTINEL
 from app.wm.merge import MergeResult, merge
 from app.wm.messages import read_messages
 from app.wm.paths import find_paths
 from app.wm.prompts import DOCUMENT_TOKEN_BUDGET, SECTION_TOKEN_BUDGET
+from app.wm.provenance import ItemSource, Provenance, constraint_evidence
 from app.wm.reasons import Reason
+from app.wm.references import SeqRange
 from app.wm.schema import UPDATE_VALIDATOR
 from app.wm.sections import SECTIONS, Section, empty_sections
 from app.wm.thresholds import DEFAULT_CONFIG, oversized_sections
-from app.wm.tokens import count_tokens
+from app.wm.tokens import count_tokens, message_text
 from tests.support.datasets import loaded
 
 _ERROR_NAME = re.compile(r"\b([A-Z]\w*(?:Error|Exception))\b:")
@@ -205,3 +208,45 @@ def test_short_dialogues_get_a_title_a_state_and_facts() -> None:
         with_facts += bool(result.sections[Section.KEY_FACTS])
         assert all(section in SECTIONS for section in result.sections)
     assert with_facts >= len(dialogsum()) * 0.9
+
+
+def _cited_replay(messages: list[dict[str, Any]], batch_size: int) -> Iterator[MergeResult]:
+    """``replay`` as the service runs it: numbered batches, provenance carried over."""
+    prior = empty_sections()
+    sources: dict[Section, tuple[ItemSource, ...]] = {}
+    for start in range(0, len(messages), batch_size):
+        batch = messages[start : start + batch_size]
+        extraction = extract(batch, prior, first_seq=start + 1)
+        result = merge(
+            prior,
+            extraction.ops,
+            provenance=Provenance(
+                SeqRange(1, start + len(batch)),
+                prior=sources,
+                cited=extraction.cited,
+                evidence=constraint_evidence(batch, start + 1),
+            ),
+        )
+        yield result
+        prior, sources = dict(result.sections), dict(result.sources)
+
+
+@pytest.mark.parametrize("load", [swe, tau, locomo], ids=["swe-agent", "tau-bench", "locomo"])
+def test_every_item_the_extractor_writes_names_messages_that_hold_it(
+    load: Callable[[], list[Conversation]],
+) -> None:
+    """Every item but the guard's own lines has sources; the sources of a path, an error line
+    or a constraint include a message that holds it; nothing the extractor takes from a user is
+    ever called unsourced."""
+    for conversation in load()[:6]:
+        messages = conversation.messages
+        texts = [message_text(message).lower() for message in messages]
+        for result in _cited_replay(messages, batch_size=20):
+            assert all(d.reason is not Reason.UNSOURCED_CONSTRAINT for d in result.decisions)
+            for section in SECTIONS:
+                for entry in result.sources[section]:
+                    if SENTINEL in entry.item:
+                        continue
+                    assert entry.seqs, (conversation.name, section, entry.item)
+                    for path in find_paths(entry.item) if section is Section.FILES else []:
+                        assert any(path.lower() in texts[seq - 1] for seq in entry.seqs), path

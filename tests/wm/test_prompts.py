@@ -226,10 +226,40 @@ def test_the_update_prompt_carries_rules_prior_warnings_and_messages() -> None:
         "2000 tokens per section",
         "12000 tokens",
         "update_working_memory",
+        "(#12, #15)",
+        "cite the user's message",
+        "Pinned facts",
     ],
 )
 def test_the_update_rules_are_all_stated(rule: str) -> None:
     assert rule in UPDATE_SYSTEM_PROMPT
+    if rule != "update_working_memory":
+        assert rule in CREATE_SYSTEM_PROMPT
+
+
+def test_both_prompts_number_the_messages_and_carry_the_pins() -> None:
+    messages: list[dict[str, Any]] = [
+        {"role": "user", "content": "Never use tabs"},
+        {"role": "assistant", "content": None, "tool_calls": CALL["tool_calls"]},
+        RESULT,
+    ]
+    pins = ["Deploys need two approvals", "#3 (user): the exact words"]
+    for prompt in (
+        update_prompt("# Working Memory", messages, first_seq=41, pins=pins),
+        create_prompt(messages, first_seq=41, pins=pins),
+    ):
+        user = prompt[1]["content"]
+        assert "#41 [user]: Never use tabs" in user
+        assert "#42 [tool:open] path=app/main.py, line=3" in user
+        assert "#43 [tool result:open] 1: import os" in user
+        assert (
+            "<pinned_facts>\n- Deploys need two approvals\n- #3 (user): the exact words\n"
+            "</pinned_facts>" in user
+        )
+        assert user.index("<pinned_facts>") < user.index("<archived_messages>")
+    assert "<pinned_facts>" not in update_prompt("", messages)[1]["content"]
+    assert render_messages(messages) == render_messages(messages, first_seq=None)
+    assert "#" not in render_messages(messages[:1])
 
 
 def test_the_create_prompt_carries_existing_notes_and_messages() -> None:
@@ -243,7 +273,7 @@ def test_the_create_prompt_carries_existing_notes_and_messages() -> None:
 
 
 def test_the_prompt_version_is_a_stable_string() -> None:
-    assert PROMPT_VERSION == "wm-prompt-2024-06-v1"
+    assert PROMPT_VERSION == "wm-prompt-2026-12-v2"
 
 
 def test_chat_message_defaults() -> None:

@@ -18,8 +18,10 @@ from app.wm.guards import SENTINEL, is_constraint
 from app.wm.items import Marker, markers_of, normalise, snippet, split_items
 from app.wm.merge import merge
 from app.wm.ops import OpKind
+from app.wm.provenance import ItemSource, Provenance, source_key
 from app.wm.reasons import Reason
 from app.wm.recovery import recover_arguments
+from app.wm.references import SeqRange
 from app.wm.schema import UPDATE_VALIDATOR, interpret, locate_ops
 from app.wm.sections import SECTIONS, Section, canonical_body, parse, render
 from tests.wm.helpers import path_set, words
@@ -116,6 +118,59 @@ def test_protected_items_of_the_prior_survive(prior: dict[Section, str], argumen
     for item in split_items(prior[Section.TASK_AND_GOALS]):
         if is_constraint(item):
             assert snippet(item) in tasks, item
+
+
+referenced_ops = ops_strategy.map(
+    lambda ops: json_with_references(ops, ["(#3)", "(#2, #9)", "(#40)", "(#0)", "`(#5)`"])
+)
+
+
+def json_with_references(value: Any, references: list[str]) -> Any:
+    """Every string of ``value`` with a reference after it, round robin (some out of range)."""
+    if isinstance(value, str):
+        return f"{value} {references[len(value) % len(references)]}"
+    if isinstance(value, list):
+        return [json_with_references(entry, references) for entry in value]
+    if isinstance(value, dict):
+        return {key: json_with_references(entry, references) for key, entry in value.items()}
+    return value
+
+
+@SETTINGS
+@given(
+    prior=priors,
+    arguments=referenced_ops,
+    evidence=st.dictionaries(st.integers(1, 12), st.sampled_from(["never use tabs", "x"])),
+)
+def test_with_provenance_every_item_has_sources_in_range_and_nothing_protected_is_lost(
+    prior: dict[Section, str], arguments: Any, evidence: dict[int, str]
+) -> None:
+    prior_sources = {
+        section: tuple(
+            ItemSource(item, (n % 12 + 1,), (n % 12 + 1,))
+            for n, item in enumerate(split_items(body))
+        )
+        for section, body in prior.items()
+    }
+    allowed = SeqRange(1, 12)
+    result = merge(
+        prior,
+        arguments,
+        counter=words,
+        provenance=Provenance(allowed, prior=prior_sources, evidence=evidence),
+    )
+    for section in SECTIONS:
+        entries = result.sources[section]
+        assert [entry.item for entry in entries] == split_items(result.sections[section])
+        assert all(seq in allowed for entry in entries for seq in entry.seqs)
+        assert all(set(entry.evidence) <= set(entry.seqs) for entry in entries)
+    tasks = result.sections[Section.TASK_AND_GOALS].lower()
+    for item in split_items(prior[Section.TASK_AND_GOALS]):
+        if is_constraint(item):
+            assert snippet(item) in tasks, item
+    kept = {source_key(entry.item) for entry in result.sources[Section.TASK_AND_GOALS]}
+    marked = result.decision(Section.TASK_AND_GOALS).details.get("unsourced", [])
+    assert all(source_key(item) in kept for item in marked)  # type: ignore[attr-defined]
 
 
 emergency_bodies = st.builds(

@@ -33,16 +33,19 @@ def errors_op(reading: Reading, prior: str, config: ExtractorConfig) -> dict[str
     for view in reading.views:
         if view.role == "tool":
             for line in _error_lines(view.text, tool_output=True):
-                found.append(f"{view.tool_name}: {clip(line, config.item_chars)}")
+                item = f"{view.tool_name}: {clip(line, config.item_chars)}"
+                found.append(reading.cite(item, view))
         elif view.role in ("user", "assistant") and view.text.strip():
             for line in _error_lines(view.text, tool_output=False):
                 # In what people write, the sentence that names the error, not its neighbours.
                 named = [s for s in sentences(line) if _ERROR_NAME.search(s)] or [line]
-                found.append(f"{label(view)} reported: {clip(named[0], config.item_chars)}")
+                item = f"{label(view)} reported: {clip(named[0], config.item_chars)}"
+                found.append(reading.cite(item, view))
             if view.role == "user":
                 made = correction(view, previous, chat=reading.chat)
                 if made is not None:
-                    found.append(_correction_item(view, previous, made, config))
+                    item = _correction_item(view, previous, made, config)
+                    found.append(reading.cite(item, view, previous if made.replaced else None))
             else:
                 previous = view
     fresh = fresh_items(prior, found)[: config.errors_per_batch]

@@ -16,6 +16,7 @@ from app.wm.extractor.config import ExtractorConfig
 from app.wm.extractor.reading import Reading, label
 from app.wm.extractor.tool_calls import flatten
 from app.wm.items import fresh_items, split_items
+from app.wm.messages import MessageView
 from app.wm.paths import EXTENSIONS, find_paths
 
 _FILE_LINE = re.compile(r"\bfile\b", re.IGNORECASE)
@@ -30,12 +31,15 @@ _FOCUSED_OUTPUT_PATHS: Final = 3
 
 def files_op(reading: Reading, prior: str, config: ExtractorConfig) -> dict[str, object]:
     known = set(find_paths(prior))
-    chosen: dict[str, str] = {}
-    for path, source in _path_mentions(reading):
+    chosen: dict[str, tuple[str, MessageView]] = {}
+    for path, source, view in _path_mentions(reading):
         if _is_noise_path(path) or _already_known(path, known | set(chosen)):
             continue
-        chosen[path] = source
-    fresh = fresh_items(prior, [f"{path} ({source})" for path, source in chosen.items()])
+        chosen[path] = (source, view)
+    fresh = fresh_items(
+        prior,
+        [reading.cite(f"{path} ({source})", view) for path, (source, view) in chosen.items()],
+    )
     fresh = fresh[: config.files_per_batch]
     if not fresh:
         return keep_op()
@@ -49,11 +53,11 @@ def _paths(text: str) -> list[str]:
     return find_paths(text) if _MAYBE_PATH.search(text) else []
 
 
-def _path_mentions(reading: Reading) -> Iterable[tuple[str, str]]:
+def _path_mentions(reading: Reading) -> Iterable[tuple[str, str, MessageView]]:
     for view in reading.views:
         if view.role in ("user", "assistant"):
             for path in _paths(view.text):
-                yield path, f"mentioned by {label(view)}"
+                yield path, f"mentioned by {label(view)}", view
         for call in view.tool_calls:
             if not _MAYBE_PATH.search(call.arguments):
                 continue
@@ -62,7 +66,7 @@ def _path_mentions(reading: Reading) -> Iterable[tuple[str, str]]:
             except (ValueError, RecursionError):
                 decoded = call.arguments
             for path in _paths(decoded):
-                yield path, f"used by {call.name}"
+                yield path, f"used by {call.name}", view
         if view.role == "tool":
             paths = _paths(view.text)
             if len(paths) > _FOCUSED_OUTPUT_PATHS:
@@ -75,7 +79,7 @@ def _path_mentions(reading: Reading) -> Iterable[tuple[str, str]]:
                     for path in _paths(line)
                 ]
             for path in paths:
-                yield path, f"seen in {view.tool_name} output"
+                yield path, f"seen in {view.tool_name} output", view
 
 
 def _is_noise_path(path: str) -> bool:

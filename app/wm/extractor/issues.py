@@ -20,6 +20,7 @@ from app.wm.extractor.questions import is_plain_reply, open_questions, shares_wo
 from app.wm.extractor.reading import Reading, clip, label
 from app.wm.extractor.todos import todos_of
 from app.wm.items import Marker, fresh_items, is_heading, markers_of, strip_bullet
+from app.wm.messages import MessageView
 
 TODO_PREFIX: Final = "TODO:"
 QUESTION_PREFIX: Final = "Question from "
@@ -45,8 +46,11 @@ def issues_op(reading: Reading, prior: str, config: ExtractorConfig) -> dict[str
             # Closed in an earlier round: dropping it now is allowed and keeps the section small.
             changed = True
             continue
-        if not carried and (number in answered or _is_answered(item, reading)):
-            lines.append(f"- {Marker.RESOLVED.value} {item}")
+        answer = answered.get(number) if not carried else None
+        if not carried and answer is None:
+            answer = _answer(item, reading)
+        if answer is not None:
+            lines.append(f"- {reading.cite(f'{Marker.RESOLVED.value} {item}', answer)}")
             changed = True
             continue
         lines.append(line)
@@ -58,12 +62,17 @@ def issues_op(reading: Reading, prior: str, config: ExtractorConfig) -> dict[str
 
 
 def _new_issues(reading: Reading, config: ExtractorConfig) -> list[str]:
-    todos = [f"{TODO_PREFIX} {todo}" for view in reading.talk for todo in todos_of(view.text)][
-        : config.issues_per_batch
-    ]
+    todos = [
+        reading.cite(f"{TODO_PREFIX} {todo}", view)
+        for view in reading.talk
+        for todo in todos_of(view.text)
+    ][: config.issues_per_batch]
     asked = open_questions(reading.talk)[-config.issues_per_batch :]
     questions = [
-        f"{QUESTION_PREFIX}{question.asker}: {clip(question.text, _QUESTION_CHARS)}"
+        reading.cite(
+            f"{QUESTION_PREFIX}{question.asker}: {clip(question.text, _QUESTION_CHARS)}",
+            question.view,
+        )
         for question in asked
     ]
     return todos + questions
@@ -75,13 +84,15 @@ def _asker(item: str) -> str | None:
     return item[len(QUESTION_PREFIX) :].split(":", 1)[0]
 
 
-def _answered_by_reply(reading: Reading, prior: str) -> set[int]:
+def _answered_by_reply(reading: Reading, prior: str) -> dict[int, MessageView]:
     """Lines of ``prior`` answered because the batch opens with a plain reply to them: the
-    questions the section ends with, asked by someone other than the one replying."""
+    questions the section ends with, asked by someone other than the one replying (each with
+    that reply)."""
     if not reading.talk or not is_plain_reply(reading.talk[0]):
-        return set()
-    replier = label(reading.talk[0])
-    answered: set[int] = set()
+        return {}
+    reply = reading.talk[0]
+    replier = label(reply)
+    answered: dict[int, MessageView] = {}
     lines = prior.splitlines()
     for number in range(len(lines) - 1, -1, -1):
         line = lines[number]
@@ -91,21 +102,31 @@ def _answered_by_reply(reading: Reading, prior: str) -> set[int]:
         asker = _asker(item)
         if asker is None or asker == replier or markers_of(item):
             break
-        answered.add(number)
+        answered[number] = reply
     return answered
 
 
-def _is_answered(item: str, reading: Reading) -> bool:
+def _answer(item: str, reading: Reading) -> MessageView | None:
+    """The message of the batch that answers a listed question or says a TODO is done."""
     asker = _asker(item)
     if asker is not None:
         question = item[len(QUESTION_PREFIX) + len(asker) + 1 :]
-        return any(
-            label(view) != asker and shares_words(question, view.text) for view in reading.talk
+        return next(
+            (
+                view
+                for view in reading.talk
+                if label(view) != asker and shares_words(question, view.text)
+            ),
+            None,
         )
     if item.startswith(TODO_PREFIX):
         words = title_words(item[len(TODO_PREFIX) :])
-        return any(
-            _COMPLETION.search(view.text) and len(words & title_words(view.text)) >= 2
-            for view in reading.talk
+        return next(
+            (
+                view
+                for view in reading.talk
+                if _COMPLETION.search(view.text) and len(words & title_words(view.text)) >= 2
+            ),
+            None,
         )
-    return False
+    return None

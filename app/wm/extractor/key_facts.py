@@ -50,17 +50,17 @@ def key_facts_op(
     chosen: list[tuple[int, str]] = []
     # Tool calls outrank every statement, in order; their text is made only for those taken
     # (an archive of thousands of calls would otherwise summarise every one of them).
-    for order, make in calls:
+    for order, make, views in calls:
         if len(chosen) >= config.key_facts_per_batch:
             break
         text = make()
         if fresh(text):
-            chosen.append((order, text))
-    for score, order, text in sorted(statements, key=lambda e: (-e[0], e[1])):
+            chosen.append((order, reading.cite(text, *views)))
+    for score, order, text, view in sorted(statements, key=lambda e: (-e[0], e[1])):
         if len(chosen) >= config.key_facts_per_batch or score == 0:
             break
         if fresh(text):
-            chosen.append((order, text))
+            chosen.append((order, reading.cite(text, view)))
     if len(chosen) < config.key_facts_minimum:
         # A short exchange without names, dates or numbers still has a point: keep its most
         # substantial statements rather than nothing.
@@ -68,11 +68,11 @@ def key_facts_op(
             (e for e in statements if e[0] == 0 and _is_statement(e[2])),
             key=lambda entry: (-len(entry[2]), entry[1]),
         )
-        for _, order, text in plain:
+        for _, order, text, view in plain:
             if len(chosen) >= config.key_facts_minimum:
                 break
             if fresh(text):
-                chosen.append((order, text))
+                chosen.append((order, reading.cite(text, view)))
     facts = [text for _, text in sorted(chosen)]
     old = split_items(without_sentinel(prior))
     over = SENTINEL in prior or len(old) + len(facts) > config.key_facts_limit_items
@@ -84,21 +84,23 @@ def key_facts_op(
     return update_op(_consolidate_facts(old, facts, counter, config))
 
 
-Candidates = tuple[list[tuple[int, Callable[[], str]]], list[tuple[int, int, str]]]
+Calls = list[tuple[int, Callable[[], str], tuple[MessageView | None, ...]]]
+Statements = list[tuple[int, int, str, MessageView]]
 
 
-def _fact_candidates(reading: Reading, config: ExtractorConfig) -> Candidates:
-    """Every possible fact, in conversation order: tool calls as ``(order, make text)``, and
-    statements as ``(score, order, text)``, scored 0 below the threshold of 2."""
-    calls: list[tuple[int, Callable[[], str]]] = []
-    statements: list[tuple[int, int, str]] = []
+def _fact_candidates(reading: Reading, config: ExtractorConfig) -> tuple[Calls, Statements]:
+    """Every possible fact, in conversation order: tool calls as ``(order, make text, the call
+    and its result)``, and statements as ``(score, order, text, message)``, scored 0 below the
+    threshold of 2."""
+    calls: Calls = []
+    statements: Statements = []
     order = 0
     for index, view in enumerate(reading.views):
         for number, call in enumerate(view.tool_calls):
             if call.name in SKIPPED_TOOLS:
                 continue
             result = reading.results.get((index, number))
-            calls.append((order, partial(_call_fact, call, result, config)))
+            calls.append((order, partial(_call_fact, call, result, config), (view, result)))
             order += 1
         if view.role not in ("user", "assistant"):
             continue
@@ -114,7 +116,9 @@ def _fact_candidates(reading: Reading, config: ExtractorConfig) -> Candidates:
                 fact = f"{resolve_relative(sentence, day)} (said on {format_day(day)})"
             if view.speaker != "assistant":
                 fact = f"{label(view)}: {fact}"
-            statements.append((score if score >= 2 else 0, order, clip(fact, config.item_chars)))
+            statements.append(
+                (score if score >= 2 else 0, order, clip(fact, config.item_chars), view)
+            )
             order += 1
     return calls, statements
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final
 
 from app.wm.anchors import PROPER_NOUN_STOP_WORDS, title_words
@@ -32,8 +32,11 @@ _ACKNOWLEDGEMENT: Final = re.compile(
 
 @dataclass(frozen=True, slots=True)
 class Question:
+    """A question and who asked it; ``view`` is the message it was asked in."""
+
     asker: str
     text: str
+    view: MessageView | None = field(default=None, compare=False)
 
 
 def questions_of(view: MessageView) -> list[str]:
@@ -81,5 +84,5 @@ def open_questions(talk: Sequence[MessageView]) -> list[Question]:
                     words[n] = content_words(talk[n].text)
             if any(len(wanted & words[n]) >= SHARED_WORDS for n in later):
                 continue
-            found.append(Question(asker, question))
+            found.append(Question(asker, question, view))
     return found

@@ -13,6 +13,8 @@ from functools import lru_cache
 
 from app.wm.extractor.dates import format_day, session_day
 from app.wm.messages import MessageView
+from app.wm.provenance import source_key
+from app.wm.references import Seqs, normalised_seqs
 
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+")
 _GREETING = re.compile(
@@ -25,10 +27,15 @@ LEADING_MARKUP = re.compile(r"^(?:[-*+]\s+|\d{1,3}[.)]\s+|#+\s+|>\s*)+")
 class Reading:
     """What every section rule needs to know about the batch, computed once."""
 
-    def __init__(self, views: list[MessageView], *, day: date | None = None) -> None:
+    def __init__(
+        self, views: list[MessageView], *, day: date | None = None, first_seq: int = 1
+    ) -> None:
         """``day`` is the day in force before the first message (the prior working memory's
-        latest session date), when the batch starts in the middle of a session."""
+        latest session date), when the batch starts in the middle of a session; ``first_seq``
+        the seq of the batch's first message (a view's seq is it plus the view's position)."""
         self.views = views
+        self.first_seq = first_seq
+        self.cited: dict[str, set[int]] = {}
         self.talk = [v for v in views if v.role in ("user", "assistant") and v.text.strip()]
         # Results are matched to the latest open call with their id, not by id alone: some
         # agents reuse a call id within one conversation.
@@ -47,11 +54,26 @@ class Reading:
         # The day in force at each message: the latest one a system message gave (a session
         # header, "the current time is ..."), never a date someone merely talked about.
         self.days: list[date | None] = []
-        latest = day
+        self.day_sources: list[MessageView | None] = []
+        latest, source = day, None
         for view in views:
-            if view.role == "system":
-                latest = session_day(view.text) or latest
+            found = session_day(view.text) if view.role == "system" else None
+            if found is not None:
+                latest, source = found, view
             self.days.append(latest)
+            self.day_sources.append(source)
+
+    def seq(self, view: MessageView) -> int:
+        return self.first_seq + view.position
+
+    def cite(self, item: str, *views: MessageView | None) -> str:
+        """Record that ``item`` was taken from ``views`` (its sources); returns the item."""
+        seqs = (self.seq(view) for view in views if view is not None)
+        self.cited.setdefault(source_key(item), set()).update(seqs)
+        return item
+
+    def citations(self) -> dict[str, Seqs]:
+        return {key: normalised_seqs(seqs) for key, seqs in self.cited.items()}
 
     def day_of(self, index: int) -> date | None:
         return self.days[index]

@@ -33,9 +33,9 @@ _QUESTION_REQUEST_MIN_WORDS: Final = 8
 def task_op(reading: Reading, prior: str, config: ExtractorConfig) -> dict[str, object]:
     candidates: list[str] = []
     if not prior:
-        title = title_of(reading, config)
+        title, views = title_of(reading, config)
         if title and not reading.chat:
-            candidates.append(f"{GOAL_PREFIX} {title}")
+            candidates.append(reading.cite(f"{GOAL_PREFIX} {title}", *views))
     constraints: list[str] = []
     requests: list[str] = []
     for view in reading.talk:
@@ -46,9 +46,9 @@ def task_op(reading: Reading, prior: str, config: ExtractorConfig) -> dict[str, 
                 continue
             item = clip(sentence, config.item_chars)
             if is_constraint_sentence(sentence, chat=reading.chat):
-                constraints.append(item)
+                constraints.append(reading.cite(item, view))
             elif not reading.chat and _is_request(sentence):
-                requests.append(item)
+                requests.append(reading.cite(item, view))
     known = {_task_key(item) for item in split_items(prior)}
     fresh_constraints = _fresh(constraints, known)
     candidates += fresh_constraints[: config.task_items_per_batch]

@@ -16,6 +16,7 @@ from app.wm.extractor.config import ExtractorConfig
 from app.wm.extractor.dates import session_day
 from app.wm.extractor.reading import Reading, clip, is_greeting, label, sentences
 from app.wm.extractor.tool_calls import SKIPPED_TOOLS, call_summary, result_summary
+from app.wm.messages import MessageView
 
 _ISSUE = re.compile(r"ISSUE:\s*\n\s*(\S[^\n]*)")
 DAY_PREFIX: Final = "Latest session date:"
@@ -25,23 +26,26 @@ DAY_PREFIX: Final = "Latest session date:"
 def title_op(reading: Reading, prior: str, config: ExtractorConfig) -> dict[str, object]:
     if prior:
         return keep_op()
-    title = title_of(reading, config)
-    return update_op(title) if title else keep_op()
+    title, views = title_of(reading, config)
+    return update_op(reading.cite(title, *views)) if title else keep_op()
 
 
-def title_of(reading: Reading, config: ExtractorConfig) -> str:
+def title_of(reading: Reading, config: ExtractorConfig) -> tuple[str, tuple[MessageView, ...]]:
+    """The title for a session without one, and the messages it was taken from."""
     users = [v for v in reading.talk if v.role == "user"]
     for view in users:
         issue = _ISSUE.search(view.text)
         if issue is not None:
-            return clip(issue.group(1).strip(" #*"), config.title_chars)
+            return clip(issue.group(1).strip(" #*"), config.title_chars), (view,)
     if reading.chat:
-        return f"Conversation between {reading.speakers[0]} and {reading.speakers[1]}"
+        first, second = reading.speakers[:2]
+        opened = tuple(next(v for v in reading.talk if v.speaker == n) for n in (first, second))
+        return f"Conversation between {first} and {second}", opened
     for view in users or reading.talk:
         for sentence in sentences(view.text):
             if not is_greeting(sentence) and len(sentence.split()) >= 3:
-                return clip(sentence.rstrip(".!?。！？ "), config.title_chars)
-    return ""
+                return clip(sentence.rstrip(".!?。！？ "), config.title_chars), (view,)
+    return "", ()
 
 
 # Current State ---------------------------------------------------------------------------------
@@ -51,15 +55,15 @@ def state_op(reading: Reading, config: ExtractorConfig) -> dict[str, object]:
     lines: list[str] = []
     day = reading.date_before(len(reading.views) - 1) if reading.views else ""
     if day:
-        lines.append(f"{DAY_PREFIX} {day}.")
+        lines.append(reading.cite(f"{DAY_PREFIX} {day}.", reading.day_sources[-1]))
     last_user = next((v for v in reversed(reading.talk) if v.role == "user"), None)
     last_reply = next((v for v in reversed(reading.talk) if v.role == "assistant"), None)
     if last_user is not None:
-        lines.append(f"Latest from {label(last_user)}: {clip(last_user.text, config.state_chars)}")
+        line = f"Latest from {label(last_user)}: {clip(last_user.text, config.state_chars)}"
+        lines.append(reading.cite(line, last_user))
     if last_reply is not None:
-        lines.append(
-            f"Latest from {label(last_reply)}: {clip(last_reply.text, config.state_chars)}"
-        )
+        line = f"Latest from {label(last_reply)}: {clip(last_reply.text, config.state_chars)}"
+        lines.append(reading.cite(line, last_reply))
     last_call = next(
         (
             (index, number, call)
@@ -75,7 +79,7 @@ def state_op(reading: Reading, config: ExtractorConfig) -> dict[str, object]:
         result = reading.results.get((index, number))
         if result is not None:
             line += f" returned: {result_summary(result.text, 120)}"
-        lines.append(line)
+        lines.append(reading.cite(line, reading.views[index], result))
     if not lines:
         return keep_op()
     return update_op("\n".join(lines))
