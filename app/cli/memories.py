@@ -1,0 +1,78 @@
+"""``workmem memories``: long-term memory maintenance."""
+
+from __future__ import annotations
+
+import sys
+import uuid
+from typing import Annotated
+
+import typer
+
+from app.cli.base import (
+    cli,
+    echo_json,
+    refuse_mismatched_embedder,
+    run_db,
+    runtime,
+)
+from app.db import Database
+
+memories_cli = typer.Typer(help="Long-term memory (operator).", no_args_is_help=True)
+cli.add_typer(memories_cli, name="memories")
+
+
+@memories_cli.command("reembed")
+def memories_reembed(
+    tenant: Annotated[uuid.UUID, typer.Option("--tenant", help="tenant id")],
+    batch_size: Annotated[int, typer.Option(min=1, max=2048, help="memories per batch")] = 64,
+) -> None:
+    """Move a tenant's memories to the configured embedder (resumable: run it again to go on)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+
+    from app.main import build_embedder, close_embedder
+    from app.memories.embedding import EmbeddingError
+    from app.memories.reembed import ReembedReport, reembed
+
+    resolved = runtime()
+    refuse_mismatched_embedder(resolved.settings, resolved.url)
+    progress = Progress(
+        "[progress.description]{task.description}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        transient=True,
+    )
+    task = progress.add_task("re-embedding", total=None)
+
+    async def work(database: Database) -> ReembedReport:
+        embedder = build_embedder(resolved.settings)
+        try:
+            with progress:
+                return await reembed(
+                    database,
+                    embedder,
+                    tenant,
+                    batch_size=batch_size,
+                    started=lambda total: progress.update(task, total=total),
+                    advanced=lambda count: progress.advance(task, count),
+                )
+        finally:
+            await close_embedder(embedder)
+
+    try:
+        report = run_db(work, resolved.url)
+    except EmbeddingError as error:
+        print(
+            f"workmem: re-embedding stopped: {error}; run the command again to go on",
+            file=sys.stderr,
+        )
+        raise typer.Exit(code=1) from None
+    echo_json(
+        {
+            "tenant_id": str(report.tenant_id),
+            "embedding_model": report.embedding_model,
+            "stale": report.stale,
+            "reembedded": report.reembedded,
+            "changed_meanwhile": report.changed_meanwhile,
+        }
+    )
