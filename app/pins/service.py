@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from typing import Final
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -23,8 +22,6 @@ from app.sessions.service import AgentSessionService
 from app.tenancy.principal import Principal, Scope
 from app.wm.sections import Section
 from app.wm.tokens import TokenCounter, count_tokens, message_text
-
-DEFAULT_PIN_MAX_TOKENS: Final = 2_000
 
 
 def _record(row: PinRow) -> Pin:
@@ -52,7 +49,7 @@ class PinService:
         db: AsyncSession,
         principal: Principal,
         *,
-        max_tokens: int = DEFAULT_PIN_MAX_TOKENS,
+        max_tokens: int,
         counter: TokenCounter = count_tokens,
     ) -> None:
         self.principal = principal
