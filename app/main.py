@@ -1,47 +1,36 @@
 """Composition root: ``create_app(settings)`` wires the database, authentication and routers.
 
-Owns the lifespan (engine and background work start and stop here), the one place that renders
-errors as problem+json, and the health endpoints. Holds no feature logic.
+Owns the lifespan (engine and background work start and stop here) and the health endpoints;
+errors are rendered by ``app.web.errors``, what configuration builds by ``app.wiring``. Holds no
+feature logic.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import math
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from http import HTTPStatus
 from typing import Any
 
 from fastapi import FastAPI, Request
-from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from fastapi_offline import FastAPIOffline
 from sqlalchemy import exc as sa_exc
-from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app import metrics
 from app.archives.endpoints import router as archives_router
 from app.archives.generation import WorkingMemoryGenerator
-from app.archives.worker import ArchiveWorker, WorkerConfig
 from app.audit.endpoints import install as install_audit_pages
-from app.compat.openviking.app import PREFIX as OPENVIKING_PREFIX
 from app.compat.openviking.app import install as install_openviking_api
-from app.compat.openviking.envelope import ErrorCode, code_for_status
-from app.compat.openviking.envelope import error_response as openviking_error
 from app.config import Settings
 from app.context.endpoints import router as context_router
-from app.db import Bounds, Database, is_unavailable, translate
-from app.errors import AppError, PayloadTooLarge, RequestTimeout, Unavailable, field_errors
+from app.db import Bounds, Database, is_unavailable
+from app.errors import Unavailable
 from app.history.endpoints import router as history_router
 from app.limits.service import LimitConfig, TenantLimits
-from app.llm.instrumented import InstrumentedChatModel
-from app.llm.ports import ChatModel
 from app.memories.embedding import Embedder
 from app.memories.endpoints import router as memories_router
-from app.memories.extraction import MemoryExtractor
-from app.memories.hashing import HashingEmbedder
 from app.memories.service import embedder_problem
 from app.migrations import head_revision
 from app.observability import ObserveRequests
@@ -52,250 +41,22 @@ from app.tenancy import service as tenancy
 from app.tenancy.auth import Authenticator
 from app.tenancy.endpoints import keys_router
 from app.tenancy.endpoints import router as admin_router
+from app.web.errors import install_error_handlers, problem, too_large
 from app.web.links import Link, document_links
 from app.web.problems import document_problems, problems
 from app.web.requests import BodyGuard
-from app.webhooks.delivery import DeliveryConfig, WebhookDeliverer
 from app.webhooks.endpoints import router as webhooks_router
-from app.webhooks.schedule import RetrySchedule
-from app.wm.thresholds import GuardConfig
+from app.wiring import (
+    build_deliverer,
+    build_embedder,
+    build_generator,
+    build_memory_extractor,
+    build_worker,
+    check_embedder,
+    close_embedder,
+)
 
 logger = logging.getLogger(__name__)
-
-PROBLEM_JSON = "application/problem+json"
-
-
-def problem(
-    status: int,
-    type_: str,
-    title: str,
-    detail: str,
-    errors: list[Any] | None = None,
-    *,
-    retry_after_s: float | None = None,
-) -> JSONResponse:
-    body: dict[str, Any] = {
-        "type": type_,
-        "title": title,
-        "status": status,
-        "detail": detail,
-    }
-    if errors is not None:
-        body["errors"] = errors
-    headers = None
-    if retry_after_s is not None:
-        headers = {"Retry-After": str(max(1, math.ceil(retry_after_s)))}
-    return JSONResponse(body, status_code=status, media_type=PROBLEM_JSON, headers=headers)
-
-
-def app_problem(error: AppError) -> JSONResponse:
-    if error.status == 503:
-        metrics.DATABASE_ERRORS.labels(error.type).inc()
-    return problem(
-        error.status,
-        error.type,
-        error.title,
-        error.detail,
-        None if error.errors is None else field_errors(error.errors),
-        retry_after_s=error.retry_after_s,
-    )
-
-
-# Statuses the body guard raises while a body is read, answered with our types.
-_HTTP_ERRORS: dict[int, type[AppError]] = {413: PayloadTooLarge, 408: RequestTimeout}
-
-
-def too_large(scope: Any, max_bytes: int) -> Response:
-    """The answer to a body declared above the limit, in the form of the API it was sent to."""
-    detail = f"the request body is above the limit of {max_bytes} bytes"
-    if str(scope.get("path", "")).startswith(OPENVIKING_PREFIX + "/"):
-        return openviking_error(ErrorCode.INVALID_ARGUMENT, detail)
-    return app_problem(PayloadTooLarge(detail))
-
-
-def install_error_handlers(app: FastAPI) -> None:
-    @app.exception_handler(AppError)
-    async def app_error(_: Request, error: AppError) -> JSONResponse:
-        return app_problem(error)
-
-    @app.exception_handler(RequestValidationError)
-    async def invalid_request(_: Request, error: RequestValidationError) -> JSONResponse:
-        return problem(
-            422,
-            "validation_error",
-            "The request is not valid",
-            "see 'errors' for the fields that failed",
-            field_errors(error.errors()),
-        )
-
-    @app.exception_handler(StarletteHTTPException)
-    async def http_error(request: Request, error: StarletteHTTPException) -> JSONResponse:
-        if request.url.path.startswith(OPENVIKING_PREFIX + "/"):
-            # A path the mount cannot match (a newline in an id): still OpenViking's answer.
-            code = code_for_status(error.status_code)
-            return openviking_error(code, f"no such endpoint: {request.url.path!r}")
-        known = _HTTP_ERRORS.get(error.status_code)
-        if known is not None:
-            return app_problem(known(str(error.detail)))
-        phrase = HTTPStatus(error.status_code).phrase
-        type_ = phrase.lower().replace(" ", "_")
-        return problem(error.status_code, type_, phrase, str(error.detail))
-
-    @app.exception_handler(Exception)
-    async def unexpected(request: Request, error: Exception) -> JSONResponse:
-        translated = translate(error)
-        if isinstance(translated, AppError):
-            return app_problem(translated)
-        if isinstance(error, sa_exc.SQLAlchemyError) and is_unavailable(error):
-            return app_problem(Unavailable("the database is unreachable; retry shortly"))
-        # The type only: a driver's message can quote the statement's values (content).
-        logger.error(
-            "unhandled error",
-            extra={"path": request.url.path, "error_type": type(error).__name__},
-        )
-        return problem(500, "internal", "Internal error", "an unexpected error occurred")
-
-
-def build_generator(settings: Settings) -> WorkingMemoryGenerator:
-    """The model provider chosen by configuration; the offline extractor when there is none."""
-    chat: ChatModel | None = None
-    if settings.use_openai:
-        from app.llm.openai_provider import OpenAIChatModel
-
-        chat = InstrumentedChatModel(
-            OpenAIChatModel(
-                base_url=settings.llm_base_url or "https://api.openai.com/v1",
-                api_key=settings.llm_api_key.get_secret_value() if settings.llm_api_key else "",
-                model=settings.llm_model,
-                timeout_s=settings.llm_timeout_s,
-                max_retries=settings.llm_max_retries,
-            )
-        )
-    return WorkingMemoryGenerator(
-        chat,
-        fallback=settings.llm_fallback,
-        max_input_tokens=settings.llm_max_input_tokens,
-        config=guard_config(settings),
-    )
-
-
-def guard_config(settings: Settings) -> GuardConfig:
-    """The guard thresholds of DESIGN 3.5 from ``WORKMEM_GUARD_*`` settings."""
-    prefix = "guard_"
-    values = {
-        name[len(prefix) :]: value
-        for name, value in settings.model_dump().items()
-        if name.startswith(prefix)
-    }
-    return GuardConfig(**values)
-
-
-def build_worker(
-    settings: Settings,
-    database: Database,
-    generator: WorkingMemoryGenerator,
-    memories: MemoryExtractor | None,
-) -> ArchiveWorker:
-    """A worker; ``memories`` is the long-term memory extractor (``None``: extraction off)."""
-    return ArchiveWorker(
-        database,
-        generator,
-        WorkerConfig(
-            lease_s=settings.worker_lease_s,
-            max_attempts=settings.worker_max_attempts,
-            poll_s=settings.worker_poll_s,
-            backoff_base_s=settings.worker_backoff_base_s,
-            backoff_max_s=settings.worker_backoff_max_s,
-            idempotency_ttl_s=settings.idempotency_ttl_s,
-        ),
-        memories=memories,
-    )
-
-
-# --- long-term memory: the embedder and the memory extractor ----------------------------------
-
-
-class EmbedderMismatch(RuntimeError):
-    """The configured embedder cannot write into this database's ``memories.embedding``."""
-
-
-def build_embedder(settings: Settings) -> Embedder:
-    """The embedder chosen by configuration; the offline ``hashing`` one by default."""
-    if settings.embedding_provider == "openai":
-        from app.memories.openai_embedder import OpenAIEmbedder
-
-        key = settings.embedding_api_key or settings.llm_api_key
-        return OpenAIEmbedder(
-            base_url=settings.embedding_base_url
-            or settings.llm_base_url
-            or "https://api.openai.com/v1",
-            api_key=key.get_secret_value() if key else "",
-            model=settings.embedding_model,
-            dim=settings.embedder_dim,
-            dimensions=settings.embedding_dimensions,
-            timeout_s=settings.embedding_timeout_s,
-            max_retries=settings.embedding_max_retries,
-        )
-    return HashingEmbedder(settings.embedding_dim)
-
-
-def build_memory_extractor(
-    settings: Settings, generator: WorkingMemoryGenerator, embedder: Embedder
-) -> MemoryExtractor | None:
-    """Phase 2's memory extractor (``None`` when extraction is off): the model behind the
-    working-memory generator when it has one and configuration asks for it, else the rules."""
-    from app.memories.candidates import ValueConfig
-
-    mode = settings.memory_mode
-    if mode == "off":
-        return None
-    chat = generator.chat if mode == "model" else None
-    return MemoryExtractor(
-        embedder,
-        chat=chat,
-        mode="model" if chat is not None else "rules",
-        fallback="rules" if settings.llm_fallback == "offline" else "none",
-        value=ValueConfig(min_confidence=settings.memory_min_confidence),
-        max_input_tokens=settings.llm_max_input_tokens,
-        duplicate_similarity=settings.memory_duplicate_similarity,
-    )
-
-
-async def check_embedder(database: Database, embedder: Embedder) -> None:
-    """Refuse an embedder whose dimension is not the column's, with both named."""
-    async with database.unscoped() as db:
-        problem = await embedder_problem(db, embedder)
-    if problem is not None:
-        raise EmbedderMismatch(problem)
-
-
-async def close_embedder(embedder: Embedder) -> None:
-    from app.memories.openai_embedder import OpenAIEmbedder
-
-    if isinstance(embedder, OpenAIEmbedder):
-        await embedder.close()
-
-
-# --- webhooks: the delivery loop -------------------------------------------------------------
-
-
-def build_deliverer(settings: Settings, database: Database) -> WebhookDeliverer:
-    """The webhook delivery loop with the ``WORKMEM_WEBHOOKS_*`` settings."""
-    return WebhookDeliverer(
-        database,
-        DeliveryConfig(
-            poll_s=settings.webhooks_poll_s,
-            lease_s=settings.webhooks_lease_s,
-            batch=settings.webhooks_batch,
-            timeout_s=settings.webhooks_timeout_s,
-            allow_private=settings.webhooks_allow_private,
-            schedule=RetrySchedule(
-                max_attempts=settings.webhooks_max_attempts,
-                base_s=settings.webhooks_backoff_base_s,
-                max_s=settings.webhooks_backoff_max_s,
-            ),
-        ),
-    )
 
 
 def create_app(

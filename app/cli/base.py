@@ -147,7 +147,7 @@ def write_local_key(url: str, key_file: Path) -> None:
 
 def refuse_mismatched_embedder(settings: Settings, url: str) -> None:
     """Exit with one line when the configured embedder's dimension is not the column's."""
-    from app.main import EmbedderMismatch, build_embedder, check_embedder, close_embedder
+    from app.wiring import EmbedderMismatch, build_embedder, check_embedder, close_embedder
 
     async def work(database: Database) -> None:
         embedder = build_embedder(settings)

@@ -29,9 +29,9 @@ def memories_reembed(
     """Move a tenant's memories to the configured embedder (resumable: run it again to go on)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 
-    from app.main import build_embedder, close_embedder
     from app.memories.embedding import EmbeddingError
     from app.memories.reembed import ReembedReport, reembed
+    from app.wiring import build_embedder, close_embedder
 
     resolved = runtime()
     refuse_mismatched_embedder(resolved.settings, resolved.url)

@@ -65,7 +65,7 @@ def worker(
 ) -> None:
     """Process archives (phase 2) until SIGTERM/SIGINT; run as many processes as you like."""
     from app.archives.worker import ArchiveWorker
-    from app.main import (
+    from app.wiring import (
         build_deliverer,
         build_embedder,
         build_generator,

@@ -12,10 +12,11 @@ from pydantic import SecretStr
 
 from app.config import Settings
 from app.db import Database
-from app.main import EmbedderMismatch, build_embedder, create_app
+from app.main import create_app
 from app.memories.embedding import EmbeddingError
 from app.memories.hashing import HashingEmbedder
 from app.memories.openai_embedder import OpenAIEmbedder
+from app.wiring import EmbedderMismatch, build_embedder
 from tests.conftest import AppFactory, TenantKeys
 from tests.memories.helpers import memories, new_session, search, state
 from tests.support.fake_openai import EmbeddingReply, ErrorReply, FakeOpenAI, RawReply
