@@ -23,7 +23,8 @@ from sqlalchemy import func
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.archives.generation import Generated
-from app.archives.repository import ArchiveRepository, Claim
+from app.archives.queue import Claim
+from app.archives.repository import ArchiveRepository
 from app.archives.working_memory import WorkingMemory
 from app.db import is_unavailable
 from app.errors import NotFound

@@ -1,9 +1,8 @@
-"""SQL for archives and section versions, scoped to one tenant; plus the workers' claim.
+"""SQL for archives and section versions, scoped to one tenant (the queue across tenants is
+``app.archives.queue``).
 
-``claim_next`` and ``requeue_failed`` call privileged functions (``docs/operations.md``): a
-worker, or an operator, serves every tenant; everything after a claim runs under the claimed
-archive's tenant. Reads of a user-bound credential only see archives of that
-user's agent sessions. Flushes, never commits.
+Reads of a user-bound credential only see archives of that user's agent sessions. Flushes,
+never commits.
 """
 
 from __future__ import annotations
@@ -13,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import and_, case, exists, func, insert, or_, select, text, update
+from sqlalchemy import and_, case, exists, func, insert, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import load_only
 
@@ -33,61 +32,6 @@ class SplitRow:
     has_tool_calls: bool
     token_count: int
     turn: int
-
-
-@dataclass(frozen=True, slots=True)
-class Claim:
-    tenant_id: uuid.UUID
-    agent_session_id: uuid.UUID
-    archive_seq: int
-    attempt: int
-
-
-async def claim_next(
-    db: AsyncSession,
-    *,
-    lease_s: float,
-    tenant_id: uuid.UUID | None = None,
-    agent_session_id: uuid.UUID | None = None,
-) -> Claim | None:
-    """Claim the oldest claimable archive (optionally of one agent session) for ``lease_s``."""
-    row = (
-        await db.execute(
-            text(
-                "SELECT tenant_id, agent_session_id, archive_seq, attempt"
-                " FROM workmem_claim_archive(:lease_s, :tenant_id, :agent_session_id)"
-            ),
-            {"lease_s": lease_s, "tenant_id": tenant_id, "agent_session_id": agent_session_id},
-        )
-    ).first()
-    return None if row is None else Claim(*row)
-
-
-async def requeue_failed(
-    db: AsyncSession,
-    *,
-    tenant_id: uuid.UUID | None = None,
-    agent_session_id: uuid.UUID | None = None,
-    archive_seq: int | None = None,
-) -> list[dict[str, object]]:
-    """The operator's re-queue of failed archives, across tenants or narrowed by the filters."""
-    rows = (
-        await db.execute(
-            text(
-                "SELECT tenant_id, agent_session_id, archive_seq"
-                " FROM workmem_requeue_failed(:tenant_id, :agent_session_id, :archive_seq)"
-            ),
-            {
-                "tenant_id": tenant_id,
-                "agent_session_id": agent_session_id,
-                "archive_seq": archive_seq,
-            },
-        )
-    ).all()
-    return [
-        {"tenant_id": str(row[0]), "agent_session_id": str(row[1]), "archive_seq": row[2]}
-        for row in rows
-    ]
 
 
 INDEX_COLUMNS = (

@@ -23,10 +23,10 @@ from typing import Any
 import psycopg
 from sqlalchemy import exc as sa_exc
 
-from app.archives import repository
+from app.archives import queue
 from app.archives.generation import WorkingMemoryGenerator
 from app.archives.jobs import ArchiveJobService, LeaseLost
-from app.archives.repository import Claim
+from app.archives.queue import Claim
 from app.db import Database
 from app.errors import Unavailable
 from app.idempotency.service import purge_expired
@@ -141,7 +141,7 @@ class ArchiveWorker:
         self, *, tenant_id: uuid.UUID | None = None, agent_session_id: uuid.UUID | None = None
     ) -> Claim | None:
         async with self.database.unscoped() as db:
-            claim = await repository.claim_next(
+            claim = await queue.claim_next(
                 db,
                 lease_s=self.config.lease_s,
                 tenant_id=tenant_id,

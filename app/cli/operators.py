@@ -110,7 +110,7 @@ def archives_retry(
     archive_seq: Annotated[int | None, typer.Option(help="only this archive")] = None,
 ) -> None:
     """Re-queue failed archives (all of them, or those matching the filters)."""
-    from app.archives.repository import requeue_failed
+    from app.archives.queue import requeue_failed
 
     async def work(database: Database) -> list[dict[str, object]]:
         async with database.unscoped() as db:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
-from app.archives import repository
+from app.archives import queue
 from app.archives.worker import ArchiveWorker, WorkerConfig
 from app.db import Database
 from tests.archives.test_commit import append, commit, user
@@ -56,7 +56,7 @@ async def test_a_claim_without_heartbeats_is_claimable_after_one_lease(
 ) -> None:
     keys = await one_archive(own_database, app_client)
     async with own_database.unscoped() as db:  # a worker that claims, then dies
-        dead = await repository.claim_next(db, lease_s=SHORT.lease_s)
+        dead = await queue.claim_next(db, lease_s=SHORT.lease_s)
     assert dead is not None
     survivor = ArchiveWorker(own_database, RecordingGenerator(), SHORT)
     assert await survivor.run_once() is None, "within the lease"
