@@ -13,7 +13,10 @@ import json
 import math
 import re
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, Final
+
+SEQ_MAX: Final = 2**63 - 1
+"""The largest seq Postgres can hold (``bigint``): every seq a request names is bounded by it."""
 
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 

@@ -27,6 +27,7 @@ from app.deps import DatabaseDep, RequestKeyDep, SettingsDep, WorkerDep
 from app.errors import InvalidInput
 from app.idempotency.responses import JSON, answered
 from app.tenancy.auth import Reader, Writer
+from app.validation import SEQ_MAX
 from app.web.problems import TENANT_ROUTE, WITH_BODY, problems
 from app.web.requests import StrictJsonRoute
 from app.wm.sections import section_for
@@ -39,7 +40,6 @@ router = APIRouter(
 )
 
 INT32_MAX = 2**31 - 1
-SEQ_MAX = 2**63 - 1
 
 SectionName = Annotated[str | None, Query(description="one of the seven section headers")]
 ArchiveSeq = Annotated[int, Path(ge=1, le=INT32_MAX)]

@@ -39,10 +39,10 @@ from app.deps import DatabaseDep
 from app.errors import AppError, Unauthenticated
 from app.tenancy.auth import Authenticator, authenticator
 from app.tenancy.principal import Principal
+from app.validation import SEQ_MAX
 
 HERE = Path(__file__).parent
 INT32_MAX = 2**31 - 1
-SEQ_MAX = 2**63 - 1
 MESSAGES_PAGE = 100
 
 # Pages carry one tenant's data: never cached, never framed, no script or style from elsewhere.

@@ -13,7 +13,7 @@ from app.history.query import MAX_QUERY_CHARS
 from app.history.schemas import HistorySearchRead
 from app.history.service import HistoryService
 from app.tenancy.auth import Reader
-from app.validation import find_unstorable
+from app.validation import SEQ_MAX, find_unstorable
 from app.web.problems import TENANT_ROUTE, problems
 from app.web.requests import StrictJsonRoute
 
@@ -40,8 +40,10 @@ async def search_history(
         ),
     ],
     limit: Annotated[int, Query(ge=1, le=50)] = 10,
-    from_seq: Annotated[int | None, Query(ge=1, description="first seq searched")] = None,
-    to_seq: Annotated[int | None, Query(ge=1, description="last seq searched")] = None,
+    from_seq: Annotated[
+        int | None, Query(ge=1, le=SEQ_MAX, description="first seq searched")
+    ] = None,
+    to_seq: Annotated[int | None, Query(ge=1, le=SEQ_MAX, description="last seq searched")] = None,
 ) -> HistorySearchRead:
     """Ranked full-text search over the agent session's raw messages, archived ones included;
     ranking is among the newest 1 000 matches of the seq range."""

@@ -12,7 +12,7 @@ from typing import Self
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from app.models import Pin as PinRow
-from app.validation import require_storable
+from app.validation import SEQ_MAX, require_storable
 from app.wm.sections import Section
 
 PIN_TEXT_CHARS = 20_000
@@ -29,7 +29,10 @@ class PinCreate(BaseModel):
         description="the fact to keep in every context; or give message_seq instead",
     )
     message_seq: int | None = Field(
-        default=None, ge=1, description="pin this message's exact text instead of a text"
+        default=None,
+        ge=1,
+        le=SEQ_MAX,
+        description="pin this message's exact text instead of a text",
     )
     section: Section | None = Field(
         default=None, description="the working-memory section the pin belongs with"

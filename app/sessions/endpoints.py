@@ -38,7 +38,7 @@ from app.sessions.service import (
     prepare_append_off_loop,
 )
 from app.tenancy.auth import Reader, Writer
-from app.validation import require_storable
+from app.validation import SEQ_MAX, require_storable
 from app.web.problems import TENANT_ROUTE, WITH_BODY, problems
 from app.web.requests import StrictJsonRoute
 
@@ -249,7 +249,7 @@ async def read_messages(
     agent_session_id: uuid.UUID,
     principal: Reader,
     database: DatabaseDep,
-    after_seq: Annotated[int, Query(ge=0, le=2**63 - 1)] = 0,
+    after_seq: Annotated[int, Query(ge=0, le=SEQ_MAX)] = 0,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
 ) -> MessagePage:
     async with database.tenant(principal.tenant_id) as db:

@@ -16,7 +16,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validat
 from app.models import AgentSession
 from app.sessions.records import MessageRole, NewestArchive, StoredMessage
 from app.sessions.shapes import PARTS_BY_ROLE, message_shapes
-from app.validation import require_json, require_storable
+from app.validation import SEQ_MAX, require_json, require_storable
 
 MAX_UTC_OFFSET = timedelta(hours=15, minutes=59)
 """The widest offset Postgres accepts in a timestamp."""
@@ -315,7 +315,7 @@ class RetractCreate(BaseModel):
     seq: int | None = Field(
         default=None,
         ge=1,
-        le=2**63 - 1,
+        le=SEQ_MAX,
         description="the live message to retract; default: the newest one not retracted yet",
     )
 

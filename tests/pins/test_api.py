@@ -114,6 +114,7 @@ async def test_bad_pins_are_refused_with_nothing_stored(
         {"text": "x", "section": "Nonsense"},
         {"text": "x", "colour": "red"},
         {"message_seq": 0},
+        {"message_seq": 2**63},
     ):
         refused = await pin(client, tenant, sid, **body)
         assert refused.status_code == 422, (body, refused.text)
