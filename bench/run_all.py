@@ -162,8 +162,9 @@ def ui_rows(data: dict[str, Any]) -> list[Row]:
 
 
 def memories_rows(data: dict[str, Any]) -> list[Row]:
+    """Rows of ``bench/memories.py``'s ``search`` figures (by embedder and size)."""
     rows = []
-    for key, figures in sorted(data.items()):
+    for key, figures in sorted(data.get("search", {}).items()):
         if not isinstance(figures, dict) or "ratio_p50" not in figures:
             continue
         size = key.rsplit("_", 1)[-1]

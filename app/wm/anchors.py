@@ -7,6 +7,7 @@ subject". Never compares documents or decides an op; the guards do that with the
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import Final, Literal
@@ -145,8 +146,11 @@ def anchor_spans(text: str) -> list[AnchorSpan]:
     return found
 
 
+@functools.lru_cache(maxsize=8192)
 def anchors(text: str) -> frozenset[str]:
-    """The lower-cased anchor set of DESIGN 3.5 B (plus versions and backticked identifiers)."""
+    """The lower-cased anchor set of DESIGN 3.5 B (plus versions and backticked identifiers).
+
+    Cached: the same items are read again by every batch of an archive and by every guard."""
     return frozenset(span.key for span in anchor_spans(text))
 
 

@@ -222,7 +222,8 @@ def mark_unsourced(
             kept.append(entry)
             continue
         key = source_key(item)
-        quoted = [seq for seq, text in evidence.items() if _quotes(key, text)]
+        quotable = len(key.split()) >= _QUOTE_MIN_WORDS
+        quoted = [seq for seq, text in evidence.items() if quotable and key in text]
         found = normalised_seqs([*(seq for seq in entry.seqs if seq in pool), *quoted])
         if found or key in protected:
             lines.append(line)
@@ -236,10 +237,8 @@ def mark_unsourced(
 
 
 _QUOTE_MIN_WORDS: Final = 3
-
-
-def _quotes(key: str, text: str) -> bool:
-    return len(key.split()) >= _QUOTE_MIN_WORDS and key in text
+"""A constraint quotes a message word for word when its text of at least this many words is in
+the message's."""
 
 
 def cited_markdown(

@@ -1,0 +1,39 @@
+"""The summary table of ``bench/run_all.py`` reads each benchmark's JSON as it is printed."""
+
+from __future__ import annotations
+
+from bench.run_all import memories_rows
+
+LARGE = {"service_p50_ms": 4.4, "raw_hnsw_p50_ms": 2.3, "ratio_p50": 1.9}
+SEARCH: dict[str, object] = {
+    "queries": 200,
+    "hashing_100000": {
+        "service_p50_ms": 4.4,
+        "raw_hnsw_p50_ms": 2.3,
+        "ratio_p50": 1.9,
+        "recall_at_10_service_vector": 0.55,
+    },
+    "hashing_10000": {
+        "service_p50_ms": 4.1,
+        "raw_hnsw_p50_ms": 1.4,
+        "ratio_p50": 2.9,
+        "recall_at_10_service_vector": 0.8,
+    },
+}
+
+
+def test_memory_search_rows_come_from_the_search_figures() -> None:
+    rows = memories_rows({"search": SEARCH, "locomo": {"conversations": 3}})
+    figures = [(row.figure, row.value, row.passed) for row in rows]
+    assert figures == [
+        ("memory search p50, hashing_10000, ms", 4.1, True),
+        ("  recall@10 of vector search, hashing_10000", 0.8, None),
+        ("memory search p50, hashing_100000, ms", 4.4, True),
+        ("  recall@10 of vector search, hashing_100000", 0.55, None),
+    ]
+
+
+def test_a_ratio_above_two_at_100_000_fails() -> None:
+    slow = {"hashing_100000": {**LARGE, "ratio_p50": 2.4, "recall_at_10_service_vector": 0.5}}
+    (row, _) = memories_rows({"search": slow})
+    assert row.passed is False
