@@ -25,6 +25,16 @@ class Call(Generic[T]):
     params: Mapping[str, str | int | float | bool] = field(default_factory=dict)
     body: Any = None
     """The JSON body; ``None`` sends none."""
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+
+IDEMPOTENCY_KEY = "Idempotency-Key"
+
+
+def keyed(idempotency_key: str | None) -> dict[str, str]:
+    """The header that makes a write safe to send again: a repeat with the same key is answered
+    with the first answer, and nothing is stored twice."""
+    return {} if idempotency_key is None else {IDEMPOTENCY_KEY: idempotency_key}
 
 
 def reads(model: type[M]) -> Callable[[httpx.Response], M]:

@@ -19,7 +19,7 @@ from app.archives.schemas import (
     SectionHistoryPage,
     WorkingMemoryRead,
 )
-from app.client.call import Call, body, nothing, query, reads
+from app.client.call import Call, body, keyed, nothing, query, reads
 from app.context.schemas import CompactRead, ContextRead
 from app.history.schemas import HistorySearchRead
 from app.memories.schemas import CategoryName, MemorySearchRead
@@ -92,20 +92,30 @@ def delete_session(agent_session_id: Id) -> Call[None]:
 # --- messages ----------------------------------------------------------------------------------
 
 
-def append(agent_session_id: Id, message: Message) -> Call[AppendResult]:
-    """Append one OpenAI chat message (``metadata`` and ``created_at`` may ride along)."""
+def append(
+    agent_session_id: Id, message: Message, *, idempotency_key: str | None = None
+) -> Call[AppendResult]:
+    """Append one OpenAI chat message (``metadata`` and ``created_at`` may ride along). With
+    ``idempotency_key``, sending it again (after a lost answer) stores nothing twice."""
     return Call(
-        "POST", f"{_session(agent_session_id)}/messages", reads(AppendResult), body=dict(message)
+        "POST",
+        f"{_session(agent_session_id)}/messages",
+        reads(AppendResult),
+        body=dict(message),
+        headers=keyed(idempotency_key),
     )
 
 
-def append_batch(agent_session_id: Id, messages: Sequence[Message]) -> Call[BatchAppendResult]:
+def append_batch(
+    agent_session_id: Id, messages: Sequence[Message], *, idempotency_key: str | None = None
+) -> Call[BatchAppendResult]:
     """Append up to 500 messages atomically (a tool call with its results, for instance)."""
     return Call(
         "POST",
         f"{_session(agent_session_id)}/messages:batch",
         reads(BatchAppendResult),
         body={"messages": [dict(message) for message in messages]},
+        headers=keyed(idempotency_key),
     )
 
 
@@ -141,13 +151,20 @@ def commit(
     keep_recent_count: int | None = None,
     wait: bool = False,
     wait_timeout_s: float | None = None,
+    idempotency_key: str | None = None,
 ) -> Call[CommitRead]:
     """Archive the live messages but the newest ``keep_recent_count``; with ``wait``, answer
     once the working memory is written (``status`` ``done`` or ``failed``), or ``running``
     when ``wait_timeout_s`` passed first."""
     payload = body(keep_recent_count=keep_recent_count, wait_timeout_s=wait_timeout_s)
     payload["wait"] = wait
-    return Call("POST", f"{_session(agent_session_id)}/commit", reads(CommitRead), body=payload)
+    return Call(
+        "POST",
+        f"{_session(agent_session_id)}/commit",
+        reads(CommitRead),
+        body=payload,
+        headers=keyed(idempotency_key),
+    )
 
 
 def archives(

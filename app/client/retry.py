@@ -1,7 +1,8 @@
 """When the client repeats a request: only after a 429 or 503 that says when, by ``Retry-After``.
 
 Pure: a status, the header and the attempt number in, a delay (or none) out. Any other failure
-is raised at once, because the request may have been carried out (an append is not idempotent).
+is raised at once, because the request may have been carried out (a write is safe to repeat
+only under its ``Idempotency-Key``, which the caller chooses).
 """
 
 from __future__ import annotations

@@ -32,6 +32,8 @@ def request_of(call: Call[Any]) -> dict[str, Any]:
         arguments["params"] = dict(call.params)
     if call.body is not None:
         arguments["json"] = call.body
+    if call.headers:
+        arguments["headers"] = dict(call.headers)
     return arguments
 
 

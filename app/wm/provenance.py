@@ -192,6 +192,11 @@ class Unsourced:
     marked: list[str]
 
 
+_QUOTE_MIN_WORDS: Final = 3
+"""A constraint quotes a message word for word when its text of at least this many words is in
+the message's."""
+
+
 def mark_unsourced(
     body: str,
     sources: SectionSources,
@@ -234,11 +239,6 @@ def mark_unsourced(
         kept.append(ItemSource(item, entry.seqs))
         marked.append(item)
     return Unsourced("\n".join(lines), tuple(kept), marked[:_LIST_LIMIT])
-
-
-_QUOTE_MIN_WORDS: Final = 3
-"""A constraint quotes a message word for word when its text of at least this many words is in
-the message's."""
 
 
 def cited_markdown(

@@ -173,3 +173,28 @@ async def test_memories_search_is_typed(workmem_for: Factory, tenant: TenantKeys
         assert found.items
         assert "data engineer" in found.items[0].content
         assert found.items[0].score > 0
+
+
+async def test_a_write_sent_again_under_its_idempotency_key_is_stored_once(
+    workmem_for: Factory, tenant: TenantKeys
+) -> None:
+    async with workmem_for(tenant.writer) as workmem:
+        created = await workmem.create_session()
+        message = {"role": "user", "content": "Ship the invoice fix."}
+        first = await workmem.append(created.id, message, idempotency_key="turn-1")
+        again = await workmem.append(created.id, message, idempotency_key="turn-1")
+        assert again.message.seq == first.message.seq == 1
+        batch = [{"role": "assistant", "content": "On it."}]
+        sent = await workmem.append_batch(created.id, batch, idempotency_key="turn-1-reply")
+        resent = await workmem.append_batch(created.id, batch, idempotency_key="turn-1-reply")
+        assert [m.seq for m in resent.messages] == [m.seq for m in sent.messages] == [2]
+        committed = await workmem.commit(created.id, keep_recent_count=0, idempotency_key="c-1")
+        recommitted = await workmem.commit(created.id, keep_recent_count=0, idempotency_key="c-1")
+        assert committed.archive is not None
+        assert recommitted.archive is not None
+        assert recommitted.archive.archive_seq == committed.archive.archive_seq == 1
+        assert recommitted.status == committed.status == "accepted"
+        stored = (await workmem.messages(created.id)).items
+        assert [m.seq for m in stored] == [1, 2]
+        unkeyed = await workmem.append(created.id, message)
+        assert unkeyed.message.seq == 3, "without a key, a repeat is a new message"
