@@ -146,6 +146,7 @@ async def _append(
     elif keyed is not None:
         settled = await append_keyed(database, principal.scope, agent_session_id, prepared, keyed)
     else:
+        await database.ensure_token(principal.tenant_id)
         async with database.connection() as connection:
             settled = await append_prepared(connection, principal.scope, agent_session_id, prepared)
     if isinstance(settled, Answer):

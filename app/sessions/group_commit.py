@@ -111,6 +111,8 @@ class GroupCommit:
         ordered = sorted(batch, key=lambda item: item.agent_session_id.bytes)
         self.flushes += 1
         self.appends += len(batch)
+        for tenant_id in {item.scope.tenant_id for item in ordered}:
+            await self.database.ensure_token(tenant_id)
         async with self.database.connection() as connection:
             if any(item.keyed is not None for item in ordered):
                 await _settle_keyed(connection, ordered)
@@ -178,6 +180,7 @@ async def append_keyed(
     item = _Waiting(
         scope, agent_session_id, prepared, asyncio.get_running_loop().create_future(), keyed
     )
+    await database.ensure_token(scope.tenant_id)
     async with database.connection() as connection:
         [result] = await _keyed_transaction(connection, [item])
     if isinstance(result, AppError):

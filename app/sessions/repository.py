@@ -20,6 +20,7 @@ from sqlalchemy import Exists, Row, and_, delete, exists, func, select, tuple_, 
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.db import token_for
 from app.models import AgentSession, Archive, Message, MessageRetraction
 from app.sessions.records import NewestArchive, StoredMessage
 from app.tenancy.principal import Scope
@@ -39,11 +40,13 @@ class AppendedRow:
 
 
 # The append is one statement (migration 0003's ``workmem_append``): on an autocommit
-# connection it is a whole transaction in one round trip. It sets the tenant of its own
-# transaction first, so row-level security applies to everything it does.
+# connection it is a whole transaction in one round trip. Its first argument enters the
+# tenant's token (``workmem_enter_tenant`` sets it and returns the tenant it verifies, NULL for
+# none), so row-level security applies to everything it does.
 _APPEND = """
 SELECT seq, turn, created_at, pending_tokens, archived_upto_seq, last_seq
-FROM workmem_append(%(tenant_id)s, %(agent_session_id)s, %(user_id)s, %(roles)s::text[],
+FROM workmem_append(workmem_enter_tenant(%(token)s), %(agent_session_id)s, %(user_id)s,
+                    %(roles)s::text[],
                     %(messages)s::jsonb[], %(token_counts)s::int[], %(texts)s::text[],
                     %(metadata)s::jsonb[], %(created_at)s::timestamptz[])
 """
@@ -66,7 +69,7 @@ async def start_append(
     return await connection.execute(
         _APPEND,
         {
-            "tenant_id": scope.tenant_id,
+            "token": token_for(scope.tenant_id),
             "agent_session_id": agent_session_id,
             "user_id": scope.user_id,
             "roles": list(roles),
