@@ -160,9 +160,6 @@ class Settings(BaseSettings):
     quota_agent_sessions: int = Field(
         default=0, ge=0, description="agent sessions a tenant may hold; 0 = off"
     )
-    quota_refresh_s: float = Field(
-        default=10.0, gt=0, description="how often a process rereads a tenant's usage"
-    )
     # --- webhooks (DESIGN 19): the delivery loop and its destinations ---------------------------
     webhooks_delivery: bool = Field(
         default=True,

@@ -7,8 +7,8 @@ grouped), a retraction, commits, archive processing (with its webhook outbox row
 (with pins and clearing), expand, working memory and history, pins, history search, listing and
 deletion, idempotent retries, quotas, a tenant admin's keys, webhook subscriptions and their
 deliveries, across two tenants, and checks each: a ``tenant_id`` equality or insert whose values
-are all one tenant, the per-transaction tenant setup, the append function (called with its
-tenant), or one of the listed privileged functions and connection-level statements.
+are all one tenant, the per-transaction tenant setup, the append function and the quota lock
+(each called with its tenant), or one of the listed privileged functions and connection-level statements.
 """
 
 from __future__ import annotations
@@ -195,7 +195,7 @@ async def test_every_statement_is_routed_by_one_tenant(recorded: list[Statement]
             exempt += 1
             continue
         tenants = tenants_named(statement)
-        if "workmem_append" in called:
+        if called & {"workmem_append", "workmem_quota_lock"}:
             params = statement.params if isinstance(statement.params, dict) else {}
             tenants = {str(params["tenant_id"])}
         assert tenants is not None, f"no tenant_id filter: {statement.sql}"
