@@ -85,38 +85,7 @@ async def start_append(
     """Send the append; its rows are read with ``appended_rows`` (in pipeline mode, after
     the other statements of the group have been sent too). ``quota_bytes``: the tenant's
     stored-bytes quota, checked by the statement (429 when it would be passed)."""
-    try:
-        return await connection.execute(
-            _APPEND,
-            _append_params(
-                scope,
-                agent_session_id,
-                roles=roles,
-                messages=messages,
-                token_counts=token_counts,
-                texts=texts,
-                metadata=metadata,
-                created_at=created_at,
-                quota_bytes=quota_bytes,
-            ),
-        )
-    except psycopg.Error as error:
-        raise quota_refusal(error) from error
-
-
-def _append_params(
-    scope: Scope,
-    agent_session_id: uuid.UUID,
-    *,
-    roles: Sequence[str],
-    messages: Sequence[Mapping[str, Any]],
-    token_counts: Sequence[int],
-    texts: Sequence[str],
-    metadata: Sequence[Mapping[str, Any] | None],
-    created_at: Sequence[datetime | None],
-    quota_bytes: int | None,
-) -> dict[str, Any]:
-    return {
+    params = {
         "tenant_id": scope.tenant_id,
         "agent_session_id": agent_session_id,
         "user_id": scope.user_id,
@@ -128,6 +97,10 @@ def _append_params(
         "created_at": list(created_at),
         "quota_bytes": quota_bytes,
     }
+    try:
+        return await connection.execute(_APPEND, params)
+    except psycopg.Error as error:
+        raise quota_refusal(error) from error
 
 
 async def appended_rows(cursor: psycopg.AsyncCursor[Any]) -> list[AppendedRow]:
