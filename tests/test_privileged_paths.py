@@ -48,7 +48,25 @@ async def test_the_definer_functions_are_exactly_the_documented_ones(
     assert {name for name, _, _ in rows} == set(documented())
     for name, owner, config in rows:
         assert owner == "workmem_definer", name
-        assert "search_path=pg_catalog, public" in (config or []), name
+        assert "search_path=pg_catalog, public, pg_temp" in (config or []), name
+
+
+async def test_every_pinned_search_path_puts_pg_temp_last(admin_database: Database) -> None:
+    """Left out, pg_temp is searched first for tables: a caller's temporary table would shadow
+    a real one inside the function."""
+    async with admin_database.unscoped() as db:
+        paths = (
+            await db.execute(
+                text(
+                    "SELECT p.proname, c FROM pg_proc p, unnest(p.proconfig) c"
+                    " WHERE p.pronamespace = 'public'::regnamespace"
+                    " AND c LIKE 'search\\_path=%'"
+                )
+            )
+        ).all()
+    assert {name for name, _ in paths} >= {"workmem_append", "workmem_schema_revision"}
+    for name, setting in paths:
+        assert setting.endswith(", pg_temp"), (name, setting)
 
 
 async def test_the_definer_functions_are_not_executable_by_everyone(
