@@ -12,8 +12,8 @@ of one tenant, in any number of processes, wait for each other there, so none ov
   agent sessions) plus the new messages' would pass it; nothing is stored then. The bytes are
   counted once, here: the JSON text of each message and its metadata, as before.
 
-Revision ID: 2026_12_01_2135_atomic_quotas
-Revises: 0010
+Revision ID: 20261201_2135_atomic_quotas
+Revises: 20261201_2125_definer_path
 Create Date: 2026-12-01 21:35:00+00:00
 """
 
@@ -21,8 +21,8 @@ from collections.abc import Sequence
 
 from alembic import op
 
-revision: str = "2026_12_01_2135_atomic_quotas"
-down_revision: str | None = "0010"
+revision: str = "20261201_2135_atomic_quotas"
+down_revision: str | None = "20261201_2125_definer_path"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
@@ -30,7 +30,7 @@ APP_ROLE = "workmem_app"
 
 QUOTA_LOCK = """
 CREATE FUNCTION workmem_quota_lock(p_tenant_id uuid) RETURNS void
-LANGUAGE sql SECURITY INVOKER SET search_path = pg_catalog, public AS $$
+LANGUAGE sql SECURITY INVOKER SET search_path = pg_catalog, public, pg_temp AS $$
     SELECT pg_advisory_xact_lock(hashtextextended('workmem-quota:' || p_tenant_id::text, 0))
 $$
 """
@@ -129,7 +129,7 @@ CHECK = """    IF p_quota_bytes IS NOT NULL THEN
 """
 RETURNS = """RETURNS TABLE (seq bigint, turn integer, created_at timestamptz, pending_tokens bigint,
                  archived_upto_seq bigint, last_seq bigint)
-LANGUAGE plpgsql SECURITY INVOKER SET search_path = pg_catalog, public"""
+LANGUAGE plpgsql SECURITY INVOKER SET search_path = pg_catalog, public, pg_temp"""
 ARGUMENTS = """p_tenant_id uuid, p_agent_session_id uuid, p_user_id text, p_roles text[],
     p_messages jsonb[], p_token_counts integer[], p_texts text[], p_metadata jsonb[],
     p_created_at timestamptz[]"""
