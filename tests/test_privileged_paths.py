@@ -91,11 +91,14 @@ def test_every_call_of_a_privileged_function_is_where_the_inventory_says() -> No
     for module, source in application_sources().items():
         for name in FUNCTION_CALL.findall(source):
             calls.setdefault(name, set()).add(module)
-    called = {name: modules for name, modules in calls.items() if name != "workmem_append"}
+    # The append and the quota lock run as the caller (SECURITY INVOKER): not privileged.
+    invoker = {"workmem_append", "workmem_quota_lock"}
+    called = {name: modules for name, modules in calls.items() if name not in invoker}
     assert set(called) == set(inventory), "a privileged function is called but not listed"
     for name, modules in called.items():
         assert modules == {inventory[name]}, (name, modules)
-    assert calls["workmem_append"] == {"app/sessions/repository.py"}
+    for name in invoker:
+        assert calls[name] == {"app/sessions/repository.py"}, name
 
 
 def test_nothing_in_the_application_widens_its_login() -> None:
