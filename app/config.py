@@ -71,6 +71,19 @@ class Settings(BaseSettings):
         "(the archive is retried with backoff, then fails)",
     )
     llm_max_input_tokens: int = Field(default=24_000, ge=1_000)
+    llm_breaker_failures: int = Field(
+        default=3,
+        ge=1,
+        le=100,
+        description="consecutive failed model calls (timeouts, 429, 5xx) that open the "
+        "provider's circuit: calls then fall back at once",
+    )
+    llm_breaker_cooldown_s: float = Field(
+        default=60.0,
+        gt=0,
+        le=3600,
+        description="how long an open circuit refuses model calls before one probes again",
+    )
 
     guard_key_facts_max_items: int = Field(default=25, ge=1)
     guard_key_facts_max_tokens: int = Field(default=1500, ge=1)
@@ -165,9 +178,6 @@ class Settings(BaseSettings):
     )
     quota_agent_sessions: int = Field(
         default=0, ge=0, description="agent sessions a tenant may hold; 0 = off"
-    )
-    quota_refresh_s: float = Field(
-        default=10.0, gt=0, description="how often a process rereads a tenant's usage"
     )
     # --- webhooks (DESIGN 19): the delivery loop and its destinations ---------------------------
     webhooks_delivery: bool = Field(

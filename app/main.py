@@ -35,16 +35,21 @@ from app.memories.service import embedder_problem
 from app.migrations import head_revision
 from app.observability import ObserveRequests
 from app.pins.endpoints import router as pins_router
+from app.sessions.appending import AppendFlow
 from app.sessions.endpoints import router as sessions_router
 from app.sessions.group_commit import GroupCommit
+from app.sessions.prepare import Limits
 from app.tenancy import service as tenancy
 from app.tenancy.auth import Authenticator
 from app.tenancy.endpoints import keys_router
 from app.tenancy.endpoints import router as admin_router
+from app.web.docs_pages import OfflineDocsPolicy
 from app.web.errors import install_error_handlers, problem, too_large
+from app.web.landing import install_landing
 from app.web.links import Link, document_links
 from app.web.problems import document_problems, problems
 from app.web.requests import BodyGuard
+from app.web.security import document_security
 from app.webhooks.endpoints import router as webhooks_router
 from app.wiring import (
     build_deliverer,
@@ -97,6 +102,12 @@ def create_app(
         )
         app.state.settings = settings
         app.state.limits = TenantLimits(LimitConfig.from_settings(settings))
+        app.state.append_flow = AppendFlow(
+            app.state.database,
+            Limits.from_settings(settings),
+            app.state.limits,
+            app.state.group_commit,
+        )
         app.state.authenticator = Authenticator(app.state.database, settings)
         app.state.embedder = build_embedder(settings)
         try:
@@ -149,9 +160,12 @@ def create_app(
         refuse=too_large,
     )
     app.add_middleware(ObserveRequests)
+    app.add_middleware(OfflineDocsPolicy)
     install_error_handlers(app)
     document_problems(app)
     document_links(app, V1_LINKS)
+    document_security(app)
+    install_landing(app)
     app.include_router(admin_router)
     app.include_router(keys_router)
     app.include_router(sessions_router)

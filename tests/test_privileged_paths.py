@@ -99,14 +99,15 @@ def test_every_call_of_a_privileged_function_is_where_the_inventory_says() -> No
     for module, source in application_sources().items():
         for name in FUNCTION_CALL.findall(source):
             calls.setdefault(name, set()).add(module)
-    invoker = {"workmem_append", "workmem_enter_tenant"}
+    # The append, the quota lock and the token's entry run as the caller (SECURITY INVOKER).
+    invoker = {"workmem_append", "workmem_quota_lock", "workmem_enter_tenant"}
     called = {name: modules for name, modules in calls.items() if name not in invoker}
     listed = {name for name, module in inventory.items() if module is not None}
     assert set(called) == listed, "a privileged function is called but not listed"
     for name, modules in called.items():
         assert modules == {inventory[name]}, (name, modules)
-    assert calls["workmem_append"] == {"app/sessions/repository.py"}
-    assert calls["workmem_enter_tenant"] == {"app/sessions/repository.py"}
+    for name in invoker:
+        assert calls[name] == {"app/sessions/repository.py"}, name
 
 
 def test_nothing_in_the_application_widens_its_login() -> None:

@@ -8,7 +8,8 @@ grouped), a retraction, commits, archive processing (with its webhook outbox row
 deletion, idempotent retries, quotas, a tenant admin's keys, webhook subscriptions and their
 deliveries, across two tenants, and checks each: a ``tenant_id`` equality or insert whose values
 are all one tenant, the per-transaction tenant setup and the append function (both named by
-their tenant token), or one of the listed privileged functions and connection-level statements.
+their tenant token), the quota lock (called with its tenant), or one of the listed privileged
+functions and connection-level statements.
 """
 
 from __future__ import annotations
@@ -194,6 +195,9 @@ async def test_every_statement_is_routed_by_one_tenant(recorded: list[Statement]
             exempt += 1
             continue
         tenants = tenants_named(statement)
+        if "workmem_quota_lock" in called:
+            params = statement.params if isinstance(statement.params, dict) else {}
+            tenants = {str(params["tenant_id"])}
         assert tenants is not None, f"no tenant_id filter: {statement.sql}"
         assert len(tenants) == 1, f"more than one tenant: {statement.sql} {tenants}"
         routed += 1

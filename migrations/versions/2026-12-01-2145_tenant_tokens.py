@@ -19,7 +19,7 @@ Now:
   whose transaction does not carry the service key (``app.service_key``).
 
 Revision ID: 20261201_2145_tenant_tokens
-Revises: 20261201_2125_definer_path
+Revises: 20261201_2135_atomic_quotas
 Create Date: 2026-12-01 21:45:00+00:00
 """
 
@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from alembic import op
 
 revision: str = "20261201_2145_tenant_tokens"
-down_revision: str | None = "20261201_2125_definer_path"
+down_revision: str | None = "20261201_2135_atomic_quotas"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -236,14 +236,14 @@ FUNCTION_CASES = [
         "workmem_append",
         "SELECT * FROM workmem_append('{victim}', '{session}', NULL, ARRAY['user'],"
         ' ARRAY[\'{{"role": "user", "content": "x"}}\'::jsonb], ARRAY[1], ARRAY[\'x\'],'
-        " ARRAY[NULL::jsonb], ARRAY[NULL::timestamptz])",
+        " ARRAY[NULL::jsonb], ARRAY[NULL::timestamptz], NULL::bigint)",
         "empty",
     ),
     (
         "workmem_append entering a forged token",
         "SELECT * FROM workmem_append(workmem_enter_tenant('{victim}.9999999999.{forged}'),"
         " '{session}', NULL, ARRAY['user'], ARRAY['{{\"role\": \"user\"}}'::jsonb], ARRAY[1],"
-        " ARRAY['x'], ARRAY[NULL::jsonb], ARRAY[NULL::timestamptz])",
+        " ARRAY['x'], ARRAY[NULL::jsonb], ARRAY[NULL::timestamptz], NULL::bigint)",
         "empty",
     ),
 ]

@@ -16,6 +16,7 @@ from http import HTTPStatus
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from fastapi_offline import FastAPIOffline
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -28,8 +29,10 @@ from app.compat.openviking.envelope import (
     validation_details,
 )
 from app.errors import AppError, field_errors
+from app.web.docs_pages import OfflineDocsPolicy
 from app.web.links import Link, document_links
 from app.web.problems import without_validation_422
+from app.web.security import document_security
 
 logger = logging.getLogger(__name__)
 
@@ -91,13 +94,16 @@ class EnvelopeOnCrash:
 
 
 def create_openviking_app(is_unavailable: Callable[[BaseException], bool]) -> FastAPI:
-    api = FastAPI(
+    # Its /docs and /redoc serve Swagger UI and ReDoc from the package too: no CDN.
+    api = FastAPIOffline(
         title="workmem: OpenViking-compatible API",
         version="0.1.0",
         summary="OpenViking's session API over workmem's working memory",
+        static_url="/docs/static",
     )
     api.add_middleware(EnvelopeOnCrash, is_unavailable=is_unavailable)
     api.add_middleware(RefuseEncodedSeparators)
+    api.add_middleware(OfflineDocsPolicy)
 
     @api.exception_handler(AppError)
     async def app_error(_: Request, error: AppError) -> JSONResponse:
@@ -126,6 +132,7 @@ def create_openviking_app(is_unavailable: Callable[[BaseException], bool]) -> Fa
     api.include_router(tasks_router)
     without_validation_422(api)
     document_links(api, LINKS)
+    document_security(api)
     return api
 
 
