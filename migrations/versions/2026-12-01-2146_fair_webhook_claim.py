@@ -9,17 +9,17 @@ another's delivery by one batch at most.
 Only the query of ``workmem_claim_webhook_deliveries`` changes; the function is rewritten in place
 from its current definition, so its owner, grants, pinned path and any guard stay as they are.
 
-Revision ID: 20261201_2137_fair_webhook_claim
-Revises: 20261201_2125_definer_path
-Create Date: 2026-12-01 21:37:00+00:00
+Revision ID: 20261201_2146_fair_webhook_claim
+Revises: 20261201_2145_tenant_tokens
+Create Date: 2026-12-01 21:46:00+00:00
 """
 
 from collections.abc import Sequence
 
 from alembic import op
 
-revision: str = "20261201_2137_fair_webhook_claim"
-down_revision: str | None = "20261201_2125_definer_path"
+revision: str = "20261201_2146_fair_webhook_claim"
+down_revision: str | None = "20261201_2145_tenant_tokens"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
