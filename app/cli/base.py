@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import secrets
 import stat
 import sys
 from collections.abc import Awaitable, Callable, Coroutine
@@ -21,7 +23,7 @@ from sqlalchemy.exc import ArgumentError
 
 from app import migrations
 from app.config import Settings
-from app.db import Bounds, Database, login_url
+from app.db import SERVICE_KEY_VARIABLE, Bounds, Database, login_url
 from app.embedded import EmbeddedPostgres, start_embedded
 from app.errors import Unavailable
 from app.tenancy import service as tenancy
@@ -67,6 +69,7 @@ def runtime(settings: Settings | None = None, *, migrate: bool = True) -> Runtim
     settings = settings or Settings()
     if settings.database_url:
         return Runtime(settings, settings.database_url, settings.admin_database_url, None)
+    local_service_key(settings)
     embedded = start_embedded(settings.embedded_data_dir)
     admin = embedded.url()
     # The embedded database is the service's own: every command finds it migrated (a no-op at
@@ -76,6 +79,23 @@ def runtime(settings: Settings | None = None, *, migrate: bool = True) -> Runtim
         migrations.upgrade(admin)
     url = login_url(admin)
     return Runtime(settings.model_copy(update={"database_url": url}), url, admin, embedded)
+
+
+def local_service_key(settings: Settings) -> None:
+    """The embedded database's service key: configured, else kept beside its data (created
+    once, readable by its owner only). Set in the environment, so that every connection of this
+    process and of the processes it starts carries it."""
+    if settings.service_key is not None or os.environ.get(SERVICE_KEY_VARIABLE):
+        if settings.service_key is not None:
+            os.environ[SERVICE_KEY_VARIABLE] = settings.service_key.get_secret_value()
+        return
+    path = settings.home / "service.key"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(descriptor, "w") as file:
+            file.write(secrets.token_urlsafe(32))
+    os.environ[SERVICE_KEY_VARIABLE] = path.read_text().strip()
 
 
 def run_db(work: Callable[[Database], Awaitable[T]], url: str) -> T:

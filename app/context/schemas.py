@@ -125,6 +125,10 @@ class SeqRange(BaseModel):
 class ContextStats(BaseModel):
     messages_unsummarised: int = Field(description="messages after the summary's coverage")
     messages_included: int
+    included_seqs: list[int] = Field(
+        description="the seqs of the unsummarised raw messages in 'messages', oldest first: "
+        "they are its last entries"
+    )
     messages_omitted: int = Field(description="unsummarised messages left out for the budget")
     omitted_ranges: list[SeqRange]
     dropped: list[DroppedMessage] = Field(
@@ -254,6 +258,7 @@ class ContextRead(BaseModel):
             stats=ContextStats(
                 messages_unsummarised=agent_session.last_seq - floor_seq,
                 messages_included=len(included),
+                included_seqs=list(included),
                 messages_omitted=sum(end - start + 1 for start, end in result.omitted),
                 omitted_ranges=[SeqRange(start_seq=s, end_seq=e) for s, e in result.omitted],
                 dropped=[

@@ -4,21 +4,27 @@ Tools: ``get_context``, ``append_messages``, ``commit``, ``read_archive`` (recor
 instructions), ``search_history``, ``search_memories``, ``pin``. Resources: the current working
 memory and its history, per agent session. An agent session is named by its id or by an
 external id of the host's choosing (created on the first append); ``WORKMEM_SESSION`` sets a
-default. Every call goes to workmem over HTTP with the typed client; a workmem error becomes a
-tool error carrying its problem ``type``.
+default. Every call goes to workmem over HTTP with the typed client.
+
+Every failure of a tool reaches the model as a tool error ``workmem <problem type>: <detail>``
+(a workmem answer's problem, ``connection_error`` when workmem could not be reached, the
+session's own ``bad_request`` faults, ``internal_error`` for anything else) and is logged as one
+line, never a traceback (``command`` sends the log to stderr).
 """
 
 from __future__ import annotations
 
+import functools
 import json
+import logging
 import uuid
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 
-from app.client import AsyncWorkmemClient, NotFoundError, WorkmemError
+from app.client import AsyncWorkmemClient, WorkmemError
 from app.mcp.records import records, snippet_records
 from app.mcp.results import (
     AppendedResult,
@@ -30,6 +36,9 @@ from app.mcp.results import (
 )
 
 T = TypeVar("T")
+P = ParamSpec("P")
+
+log = logging.getLogger("workmem.mcp")
 
 INSTRUCTIONS = (
     "workmem keeps the working memory of a long conversation. Append every message with "
@@ -51,7 +60,7 @@ class Sessions:
     async def resolve(self, session: str | None, *, create: bool = False) -> uuid.UUID:
         name = session or self.default
         if not name:
-            raise ToolError("name the agent session: pass 'session', or set WORKMEM_SESSION")
+            raise SessionFault("name the agent session: pass 'session', or set WORKMEM_SESSION")
         try:
             return uuid.UUID(name)
         except ValueError:
@@ -63,33 +72,64 @@ class Sessions:
                 else await self.client.find_session(name)
             )
             if found is None:
-                raise ToolError(f"no agent session {name!r} yet: append_messages creates it")
+                raise SessionFault(f"no agent session {name!r} yet: append_messages creates it")
             self._known[name] = found.id
         return self._known[name]
 
 
-async def _calling(work: Awaitable[T]) -> T:
-    try:
-        return await work
-    except WorkmemError as error:
-        raise ToolError(f"workmem {error.type}: {error.detail}") from None
+class SessionFault(ToolError):
+    """A tool was called in a way the session cannot serve (no session named, none yet)."""
+
+
+def one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def problem_of(error: Exception) -> str:
+    """``workmem <type>: <detail>`` for any failure of a tool, on one line."""
+    if isinstance(error, WorkmemError):
+        detail = error.detail or error.title
+        if error.type in ("connection_error", "timeout"):
+            detail += " (is WORKMEM_URL the address of a running workmem?)"
+        elif error.status == 401:
+            detail += " (check WORKMEM_API_KEY)"
+        return one_line(f"workmem {error.type}: {detail}")
+    if isinstance(error, SessionFault):
+        return one_line(f"workmem bad_request: {error}")
+    return one_line(f"workmem internal_error: {type(error).__name__}: {error}")
+
+
+def reported(tool: Callable[P, Awaitable[T]]) -> Callable[P, Awaitable[T]]:
+    """``tool`` with every failure turned into a tool error the model reads
+    (``problem_of``) and one log line."""
+
+    @functools.wraps(tool)
+    async def call(*args: P.args, **kwargs: P.kwargs) -> T:
+        try:
+            return await tool(*args, **kwargs)
+        except Exception as error:  # every failure, as one line: never a traceback
+            problem = problem_of(error)
+            log.warning("%s failed: %s", tool.__name__, problem)
+            raise ToolError(problem) from None
+
+    return call
 
 
 def build_server(client: AsyncWorkmemClient, *, default_session: str | None = None) -> MCPServer:
     """The server; ``client`` is closed by whoever made it."""
-    server: MCPServer = MCPServer("workmem", instructions=INSTRUCTIONS)
+    # The SDK's own request log stays quiet: failures are logged here, one line each.
+    server: MCPServer = MCPServer("workmem", instructions=INSTRUCTIONS, log_level="WARNING")
     sessions = Sessions(client, default_session)
 
     @server.tool()
+    @reported
     async def get_context(
         session: str | None = None, token_budget: int | None = None, recall: str | None = None
     ) -> ContextResult:
         """The context for your next model call: the working-memory summary, then the newest raw
         messages, within token_budget; recall adds the user's most relevant long-term memories."""
         agent_session_id = await sessions.resolve(session)
-        found = await _calling(
-            client.context(agent_session_id, token_budget=token_budget, recall=recall)
-        )
+        found = await client.context(agent_session_id, token_budget=token_budget, recall=recall)
         return ContextResult(
             agent_session_id=str(agent_session_id),
             system_prompt_addition=found.system_prompt_addition,
@@ -100,13 +140,14 @@ def build_server(client: AsyncWorkmemClient, *, default_session: str | None = No
         )
 
     @server.tool()
+    @reported
     async def append_messages(
         messages: list[dict[str, Any]], session: str | None = None
     ) -> AppendedResult:
         """Append OpenAI chat messages (role, content, tool_calls, tool_call_id) atomically; an
         external session name is created on its first append."""
-        agent_session_id = await _calling(sessions.resolve(session, create=True))
-        appended = await _calling(client.append_batch(agent_session_id, messages))
+        agent_session_id = await sessions.resolve(session, create=True)
+        appended = await client.append_batch(agent_session_id, messages)
         return AppendedResult(
             agent_session_id=str(agent_session_id),
             seqs=[message.seq for message in appended.messages],
@@ -115,15 +156,14 @@ def build_server(client: AsyncWorkmemClient, *, default_session: str | None = No
         )
 
     @server.tool()
+    @reported
     async def commit(
         session: str | None = None, keep_recent_count: int | None = None, wait: bool = True
     ) -> CommitResult:
         """Archive older messages and rewrite the working memory; keep_recent_count newest stay
         raw. With wait, returns the new working memory."""
         agent_session_id = await sessions.resolve(session)
-        done = await _calling(
-            client.commit(agent_session_id, keep_recent_count=keep_recent_count, wait=wait)
-        )
+        done = await client.commit(agent_session_id, keep_recent_count=keep_recent_count, wait=wait)
         return CommitResult(
             agent_session_id=str(agent_session_id),
             status=done.status,
@@ -133,14 +173,15 @@ def build_server(client: AsyncWorkmemClient, *, default_session: str | None = No
         )
 
     @server.tool()
+    @reported
     async def read_archive(
         archive_seq: int, session: str | None = None, after_seq: int | None = None
     ) -> str:
         """The exact messages of one archive (the context lists archives by number), as quoted
         records; after_seq pages on."""
         agent_session_id = await sessions.resolve(session)
-        archive = await _calling(
-            client.archive(agent_session_id, archive_seq, after_seq=after_seq, limit=ARCHIVE_PAGE)
+        archive = await client.archive(
+            agent_session_id, archive_seq, after_seq=after_seq, limit=ARCHIVE_PAGE
         )
         more = None
         if archive.next_after_seq is not None:
@@ -155,20 +196,22 @@ def build_server(client: AsyncWorkmemClient, *, default_session: str | None = No
         )
 
     @server.tool()
+    @reported
     async def search_history(query: str, session: str | None = None, limit: int = 10) -> str:
         """Full-text search over the agent session's raw messages, archived ones included; the
         hits come back as quoted records with their seq."""
         agent_session_id = await sessions.resolve(session)
-        found = await _calling(client.search_history(agent_session_id, query, limit=limit))
+        found = await client.search_history(agent_session_id, query, limit=limit)
         hits = [(hit.seq, hit.role, hit.snippet) for hit in found.items]
         return snippet_records(hits, title=f"{len(hits)} messages match {query!r}.")
 
     @server.tool()
+    @reported
     async def search_memories(
         query: str, user_id: str | None = None, limit: int = 5
     ) -> MemoriesResult:
         """Search long-term memories (profile, preferences, people, events, lessons)."""
-        found = await _calling(client.search_memories(query, user_id=user_id, limit=limit))
+        found = await client.search_memories(query, user_id=user_id, limit=limit)
         return MemoriesResult(
             items=[
                 MemoryHit(
@@ -183,24 +226,25 @@ def build_server(client: AsyncWorkmemClient, *, default_session: str | None = No
         )
 
     @server.tool()
+    @reported
     async def pin(
         session: str | None = None, text: str | None = None, seq: int | None = None
     ) -> PinResult:
         """Pin a text, or a message by its seq: the context never loses a pin."""
         if (text is None) == (seq is None):
-            raise ToolError("pin takes one of 'text' or 'seq'")
+            raise SessionFault("pin takes one of 'text' or 'seq'")
         agent_session_id = await sessions.resolve(session)
-        pinned = await _calling(client.pin(agent_session_id, text=text, message_seq=seq))
+        pinned = await client.pin(agent_session_id, text=text, message_seq=seq)
         return PinResult(id=str(pinned.pin_id), text=pinned.text, seq=pinned.message_seq)
 
     async def read(work: Callable[[uuid.UUID], Awaitable[str]], session: str) -> str:
         try:
             agent_session_id = await sessions.resolve(session)
             return await work(agent_session_id)
-        except (ToolError, NotFoundError) as error:
-            raise ResourceError(str(error)) from None
-        except WorkmemError as error:
-            raise ResourceError(f"workmem {error.type}: {error.detail}") from None
+        except Exception as error:  # every failure, as one line: never a traceback
+            problem = problem_of(error)
+            log.warning("reading %s failed: %s", session, problem)
+            raise ResourceError(problem) from None
 
     @server.resource(
         "workmem://sessions/{session}/working-memory",

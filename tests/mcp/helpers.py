@@ -7,7 +7,7 @@ import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.types import CallToolResult, TextContent
@@ -26,7 +26,10 @@ TOOLS = {
 
 
 @asynccontextmanager
-async def mcp_session(url: str, key: str, **env: str) -> AsyncIterator[ClientSession]:
+async def mcp_session(
+    url: str, key: str, *, errlog: TextIO | None = None, **env: str
+) -> AsyncIterator[ClientSession]:
+    """A session with ``workmem mcp``; its stderr goes to ``errlog`` (default: nowhere)."""
     command, *args = workmem_command()
     parameters = StdioServerParameters(
         command=command,
@@ -35,7 +38,7 @@ async def mcp_session(url: str, key: str, **env: str) -> AsyncIterator[ClientSes
     )
     with Path(os.devnull).open("w") as quiet:  # noqa: ASYNC230 - /dev/null never blocks
         async with (
-            stdio_client(parameters, errlog=quiet) as (read, write),
+            stdio_client(parameters, errlog=errlog or quiet) as (read, write),
             ClientSession(read, write) as session,
         ):
             await session.initialize()
