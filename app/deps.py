@@ -15,9 +15,7 @@ from app.archives.worker import ArchiveWorker
 from app.config import Settings
 from app.db import Database
 from app.idempotency.keys import MAX_LENGTH, PATTERN, RequestKey, canonical_json, fingerprint
-from app.limits.service import TenantLimits
 from app.memories.embedding import Embedder
-from app.sessions.group_commit import GroupCommit
 from app.tenancy.auth import Writer
 
 
@@ -37,12 +35,6 @@ async def get_worker(request: Request) -> ArchiveWorker:
     return found
 
 
-async def get_group_commit(request: Request) -> GroupCommit | None:
-    """The process's group commit of appends, or ``None`` when it is switched off."""
-    found: GroupCommit | None = request.app.state.group_commit
-    return found
-
-
 async def get_embedder(request: Request) -> Embedder:
     """The process's embedder (long-term memory): queries are embedded with it."""
     found: Embedder = request.app.state.embedder
@@ -50,7 +42,6 @@ async def get_embedder(request: Request) -> Embedder:
 
 
 DatabaseDep = Annotated[Database, Depends(get_database)]
-GroupCommitDep = Annotated[GroupCommit | None, Depends(get_group_commit)]
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 WorkerDep = Annotated[ArchiveWorker, Depends(get_worker)]
 EmbedderDep = Annotated[Embedder, Depends(get_embedder)]
@@ -87,12 +78,3 @@ async def get_request_key(
 
 
 RequestKeyDep = Annotated[RequestKey | None, Depends(get_request_key)]
-
-
-async def get_limits(request: Request) -> TenantLimits:
-    """The process's per-tenant rate and quotas (each off unless configured)."""
-    found: TenantLimits = request.app.state.limits
-    return found
-
-
-LimitsDep = Annotated[TenantLimits, Depends(get_limits)]

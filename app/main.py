@@ -35,8 +35,10 @@ from app.memories.service import embedder_problem
 from app.migrations import head_revision
 from app.observability import ObserveRequests
 from app.pins.endpoints import router as pins_router
+from app.sessions.appending import AppendFlow
 from app.sessions.endpoints import router as sessions_router
 from app.sessions.group_commit import GroupCommit
+from app.sessions.prepare import Limits
 from app.tenancy import service as tenancy
 from app.tenancy.auth import Authenticator
 from app.tenancy.endpoints import keys_router
@@ -100,6 +102,12 @@ def create_app(
         )
         app.state.settings = settings
         app.state.limits = TenantLimits(LimitConfig.from_settings(settings))
+        app.state.append_flow = AppendFlow(
+            app.state.database,
+            Limits.from_settings(settings),
+            app.state.limits,
+            app.state.group_commit,
+        )
         app.state.authenticator = Authenticator(app.state.database, settings)
         app.state.embedder = build_embedder(settings)
         try:

@@ -16,6 +16,7 @@ from pydantic import BaseModel, Field
 
 from app.archives.schemas import ArchiveRead
 from app.compat.openviking.ids import (
+    SESSION_ID_MAX_LENGTH,
     SESSION_ID_PATTERN,
     archive_id,
     archive_uri,
@@ -38,8 +39,10 @@ DEFAULT_USER: Final = "default"
 SessionId = Annotated[
     str,
     Field(
+        max_length=SESSION_ID_MAX_LENGTH,
         pattern=SESSION_ID_PATTERN,
-        description="up to 255 characters of A-Z a-z 0-9 _ . @ - (no path separators)",
+        description="up to 255 characters of A-Z a-z 0-9 _ . @ - (no path separators), not "
+        "`.` or `..`",
     ),
 ]
 
