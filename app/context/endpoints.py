@@ -20,6 +20,7 @@ from app.context.budget import (
 )
 from app.context.clearing import MAX_EXCLUDED_TOOLS, Clearing, excluded_tools
 from app.context.fill import DEFAULT_FILL
+from app.context.presenter import context_read
 from app.context.schemas import CompactCommit, CompactRead, ContextRead
 from app.context.service import ContextService, RecallRequest
 from app.deps import DatabaseDep, EmbedderDep, SettingsDep, WorkerDep
@@ -150,7 +151,7 @@ async def get_context(
         context = await ContextService(db, principal).assemble(
             agent_session_id, budget, request, fill=fill, clearing=clearing
         )
-    return ContextRead.from_assembled(context)
+    return context_read(context)
 
 
 @router.post("/{agent_session_id}/compact")
@@ -186,4 +187,4 @@ async def compact(
         context = await ContextService(db, principal).assemble(
             agent_session_id, budget, fill=fill, clearing=clearing
         )
-    return CompactRead(**dict(ContextRead.from_assembled(context)), commit=commit)
+    return CompactRead(**dict(context_read(context)), commit=commit)
