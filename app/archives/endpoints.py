@@ -12,6 +12,7 @@ from typing import Annotated
 from fastapi import APIRouter, Path, Query, Response, status
 
 from app.archives import flows
+from app.archives.dependencies import WorkerDep
 from app.archives.presenter import archive_expanded, archive_read, section_history_page
 from app.archives.schemas import (
     ArchiveExpanded,
@@ -24,8 +25,9 @@ from app.archives.schemas import (
 )
 from app.archives.service import ArchiveService
 from app.archives.working_memory import WorkingMemory
-from app.deps import DatabaseDep, RequestKeyDep, SettingsDep, WorkerDep
+from app.deps import DatabaseDep, SettingsDep
 from app.errors import InvalidInput
+from app.idempotency.dependencies import RequestKeyDep
 from app.idempotency.responses import JSON, answered
 from app.tenancy.auth import Reader, Writer
 from app.validation import SEQ_MAX

@@ -11,6 +11,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Query
 
 from app.archives import flows
+from app.archives.dependencies import WorkerDep
 from app.context.budget import (
     DEFAULT_TOKEN_BUDGET,
     MAX_TOKEN_BUDGET,
@@ -23,8 +24,9 @@ from app.context.fill import DEFAULT_FILL
 from app.context.presenter import context_read
 from app.context.schemas import CompactCommit, CompactRead, ContextRead
 from app.context.service import ContextService, RecallRequest
-from app.deps import DatabaseDep, EmbedderDep, SettingsDep, WorkerDep
+from app.deps import DatabaseDep, SettingsDep
 from app.errors import InvalidInput
+from app.memories.dependencies import EmbedderDep
 from app.memories.service import RECALL_LIMIT, embed_query
 from app.tenancy.auth import Reader, Writer
 from app.web.problems import TENANT_ROUTE, problems

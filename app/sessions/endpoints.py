@@ -10,7 +10,8 @@ from fastapi import APIRouter, Query, Response, status
 from pydantic import AfterValidator, BaseModel
 
 from app.config import Settings
-from app.deps import DatabaseDep, RequestKeyDep, SettingsDep
+from app.deps import DatabaseDep, SettingsDep
+from app.idempotency.dependencies import RequestKeyDep
 from app.idempotency.keys import RequestKey
 from app.idempotency.responses import JSON, answered
 from app.idempotency.service import Answer

@@ -15,6 +15,7 @@ from fastapi import APIRouter, Path, Query, Response
 from pydantic import ValidationError
 
 from app.archives import flows
+from app.archives.dependencies import WorkerDep
 from app.archives.presenter import archive_read
 from app.archives.service import ArchiveService
 from app.compat.openviking import ids
@@ -44,7 +45,7 @@ from app.compat.openviking.schemas import (
 from app.context.budget import DEFAULT_TOKEN_BUDGET, MAX_TOKEN_BUDGET, plan_budget
 from app.context.fill import DEFAULT_FILL
 from app.context.service import ContextService
-from app.deps import DatabaseDep, SettingsDep, WorkerDep
+from app.deps import DatabaseDep, SettingsDep
 from app.errors import Forbidden, InvalidInput, NotFound, field_errors
 from app.sessions.appending import AppendFlow
 from app.sessions.dependencies import AppendFlowDep
