@@ -30,6 +30,12 @@ class Settings(BaseSettings):
         description="the schema owner's URL, for migrations and auditor logins (`workmem db …`, "
         "`workmem auditors …`); never used by serve or worker",
     )
+    service_key: SecretStr | None = Field(
+        default=None,
+        description="the key of the service's own work across tenants (workers, maintenance, "
+        "operator commands); `workmem db upgrade` registers its digest. Unset on the embedded "
+        "database: kept in $WORKMEM_HOME/service.key",
+    )
     app_db_password: SecretStr | None = Field(
         default=None,
         description="`workmem db upgrade` sets it as workmem_app's login password",
@@ -183,6 +189,13 @@ class Settings(BaseSettings):
         default=False,
         description="allow destinations that resolve to loopback, private or link-local "
         "addresses (off: only public addresses are called)",
+    )
+    webhooks_max_subscriptions: int = Field(
+        default=25,
+        ge=1,
+        le=10_000,
+        description="webhook subscriptions a tenant may hold (each event is one delivery per "
+        "subscription)",
     )
     webhooks_timeout_s: float = Field(default=10.0, gt=0, le=300)
     webhooks_max_attempts: int = Field(default=8, ge=1, le=100)

@@ -49,6 +49,7 @@ from app.tenancy.endpoints import keys_router
 from app.tenancy.endpoints import router as admin_router
 from app.web.docs_pages import OfflineDocsPolicy
 from app.web.errors import SubApps, install_error_handlers, problem
+from app.web.json_bodies import BodiesAreJson
 from app.web.landing import install_landing
 from app.web.links import Link, document_links
 from app.web.problems import document_problems, problems
@@ -172,6 +173,7 @@ def create_app(
     )
     app.add_middleware(ObserveRequests)
     app.add_middleware(OfflineDocsPolicy)
+    app.add_middleware(BodiesAreJson)
     install_error_handlers(app, sub_apps)
     document_problems(app)
     document_links(app, V1_LINKS)

@@ -120,5 +120,6 @@ class AppendFlow:
         if keyed is not None:
             return await append_keyed(self.database, scope, agent_session_id, prepared, keyed)
         # One statement, a transaction of its own on an autocommit connection.
+        await self.database.ensure_token(scope.tenant_id)
         async with self.database.connection() as connection:
             return await append_prepared(connection, scope, agent_session_id, prepared)

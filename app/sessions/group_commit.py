@@ -116,6 +116,8 @@ class GroupCommit:
         )
         self.flushes += 1
         self.appends += len(batch)
+        for tenant_id in {item.scope.tenant_id for item in ordered}:
+            await self.database.ensure_token(tenant_id)
         async with self.database.connection() as connection:
             if any(item.keyed is not None for item in ordered):
                 await _settle_keyed(connection, ordered)
@@ -183,6 +185,7 @@ async def append_keyed(
     item = _Waiting(
         scope, agent_session_id, prepared, asyncio.get_running_loop().create_future(), keyed
     )
+    await database.ensure_token(scope.tenant_id)
     async with database.connection() as connection:
         try:
             [result] = await _keyed_transaction(connection, [item])

@@ -20,6 +20,7 @@ from sqlalchemy import Exists, Row, and_, delete, exists, func, select, text, tu
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.db import token_for
 from app.errors import QuotaExceeded
 from app.metrics import LIMITED
 from app.models import AgentSession, Archive, Message, MessageRetraction
@@ -41,12 +42,14 @@ class AppendedRow:
 
 
 # The append is one statement (``workmem_append``): on an autocommit connection it is a whole
-# transaction in one round trip. It sets the tenant of its own transaction first, so row-level
-# security applies to everything it does; with a stored-bytes quota it checks and records it in
-# the same step, under the tenant's quota lock.
+# transaction in one round trip. Its first argument enters the tenant's token
+# (``workmem_enter_tenant`` sets it and returns the tenant it verifies, NULL for none), so
+# row-level security applies to everything it does; with a stored-bytes quota it checks and
+# records it in the same step, under the tenant's quota lock.
 _APPEND = """
 SELECT seq, turn, created_at, pending_tokens, archived_upto_seq, last_seq
-FROM workmem_append(%(tenant_id)s, %(agent_session_id)s, %(user_id)s, %(roles)s::text[],
+FROM workmem_append(workmem_enter_tenant(%(token)s), %(agent_session_id)s, %(user_id)s,
+                    %(roles)s::text[],
                     %(messages)s::jsonb[], %(token_counts)s::int[], %(texts)s::text[],
                     %(metadata)s::jsonb[], %(created_at)s::timestamptz[],
                     %(quota_bytes)s::bigint)
@@ -86,7 +89,7 @@ async def start_append(
     the other statements of the group have been sent too). ``quota_bytes``: the tenant's
     stored-bytes quota, checked by the statement (429 when it would be passed)."""
     params = {
-        "tenant_id": scope.tenant_id,
+        "token": token_for(scope.tenant_id),
         "agent_session_id": agent_session_id,
         "user_id": scope.user_id,
         "roles": list(roles),

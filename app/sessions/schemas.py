@@ -133,6 +133,10 @@ PART_TYPES_BY_ROLE: dict[str, frozenset[str]] = {
 """Which content parts each role may carry in a chat-completions request."""
 
 
+SentRole = Literal["system", "developer", "user", "assistant", "tool"]
+"""The roles an appended message may have: the stored ones, and ``developer`` (filed as system)."""
+
+
 class MessageCreate(BaseModel):
     """A message to append: one message as OpenAI's chat API accepts it (unknown top-level
     fields are kept as sent), plus the optional ``metadata`` and ``created_at`` that are ours."""
@@ -141,7 +145,7 @@ class MessageCreate(BaseModel):
     # client sees from the OpenAPI document alone which messages are refused.
     model_config = ConfigDict(extra="allow", json_schema_extra=message_shapes)
 
-    role: MessageRole
+    role: SentRole
     content: str | list[ContentPart] | None = None
     name: str | None = None
     tool_calls: list[ToolCallCreate] | None = None
@@ -176,6 +180,13 @@ class MessageCreate(BaseModel):
                         f"{part.type!r} part (allowed: {', '.join(sorted(allowed))})"
                     )
         return self
+
+    @property
+    def stored_role(self) -> MessageRole:
+        """The role the service files the message under: a ``developer`` message (what current
+        OpenAI SDKs send for instructions) is the system role's equivalent; the message itself
+        keeps the role it was sent with."""
+        return "system" if self.role == "developer" else self.role
 
     def openai_message(self) -> dict[str, Any]:
         """The message in OpenAI format as stored: our own fields removed, null fields omitted

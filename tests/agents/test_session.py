@@ -17,9 +17,9 @@ import pytest
 from agents import Agent, OpenAIResponsesModel, Runner, SQLiteSession, function_tool
 from agents.memory import Session
 
-from app.agents import WorkmemSession
-from app.client import WorkmemClient
 from tests.support.fake_openai import FakeOpenAI, TextReply, ToolCallReply
+from workmem_client import WorkmemClient
+from workmem_client.agents import WorkmemSession
 
 pytestmark = pytest.mark.e2e
 
