@@ -190,6 +190,13 @@ class Settings(BaseSettings):
         description="allow destinations that resolve to loopback, private or link-local "
         "addresses (off: only public addresses are called)",
     )
+    webhooks_max_subscriptions: int = Field(
+        default=25,
+        ge=1,
+        le=10_000,
+        description="webhook subscriptions a tenant may hold (each event is one delivery per "
+        "subscription)",
+    )
     webhooks_timeout_s: float = Field(default=10.0, gt=0, le=300)
     webhooks_max_attempts: int = Field(default=8, ge=1, le=100)
     webhooks_backoff_base_s: float = Field(default=5.0, ge=0)
