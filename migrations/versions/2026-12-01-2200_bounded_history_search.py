@@ -12,7 +12,7 @@ to 1 000 matches again to rank them (each up to 100 000 characters). Now, inside
 The statement's own time is bounded by the caller (``app/history/repository.py``, 2 s).
 
 Revision ID: 20261201_2200_bounded_history
-Revises: 20261201_2145_tenant_tokens
+Revises: 20261201_2146_fair_webhook_claim
 Create Date: 2026-12-01 22:00:00+00:00
 """
 
@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from alembic import op
 
 revision: str = "20261201_2200_bounded_history"
-down_revision: str | None = "20261201_2145_tenant_tokens"
+down_revision: str | None = "20261201_2146_fair_webhook_claim"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
