@@ -18,11 +18,14 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import typer
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError
 
 from app import migrations
 from app.config import Settings
 from app.db import SERVICE_KEY_VARIABLE, Bounds, Database, login_url
 from app.embedded import EmbeddedPostgres, start_embedded
+from app.errors import Unavailable
 from app.tenancy import service as tenancy
 from app.tenancy.principal import Role
 
@@ -107,7 +110,27 @@ def run_db(work: Callable[[Database], Awaitable[T]], url: str) -> T:
         finally:
             await database.dispose()
 
-    return asyncio.run(_as_coroutine(main))
+    try:
+        return asyncio.run(_as_coroutine(main))
+    except Unavailable as error:
+        raise CliError(unreachable_database(url, error)) from None
+
+
+def unreachable_database(url: str, error: BaseException) -> str:
+    """One line: which database (never its password), what the driver said, what to do."""
+    cause: BaseException = error
+    while cause.__cause__ is not None or cause.__context__ is not None:
+        cause = cause.__cause__ or cause.__context__  # type: ignore[assignment]
+    said = str(getattr(cause, "orig", None) or cause).strip()
+    said = said.splitlines()[0] if said else type(cause).__name__
+    try:
+        where = make_url(url).render_as_string(hide_password=True)
+    except ArgumentError:
+        where = "of DATABASE_URL"
+    return (
+        f"cannot reach the database {where}: {said}; check DATABASE_URL (or "
+        "WORKMEM_ADMIN_DATABASE_URL) and that Postgres is running there"
+    )
 
 
 async def _as_coroutine(factory: Callable[[], Coroutine[Any, Any, T]]) -> T:

@@ -77,7 +77,7 @@ async def start_prepared(
         connection,
         scope,
         agent_session_id,
-        roles=[message.role for message in prepared.messages],
+        roles=[message.stored_role for message in prepared.messages],
         messages=prepared.stored,
         token_counts=prepared.token_counts,
         texts=prepared.texts,
@@ -99,7 +99,7 @@ async def finish_prepared(
     stored = [
         StoredMessage(
             seq=row.seq,
-            role=message.role,
+            role=message.stored_role,
             turn=row.turn,
             message=as_stored,
             token_count=tokens,

@@ -1,4 +1,4 @@
-"""Every failure of a ``workmem mcp`` tool reaches the model as ``workmem <problem type>:
+"""Every failure of a ``workmem-mcp`` tool reaches the model as ``workmem <problem type>:
 <detail>`` and is one line on the server's stderr, never a traceback: a wrong key, a workmem
 that cannot be reached, a session that does not exist yet, an archive that does not exist.
 Driven by the MCP SDK's own stdio client against the real ``workmem serve``."""

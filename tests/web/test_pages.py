@@ -17,21 +17,6 @@ pytestmark = pytest.mark.e2e
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    running = Server(tmp_path_factory.mktemp("pages") / "home")
-    try:
-        running.wait_ready()
-        yield running
-    finally:
-        running.stop()
-
-
-@pytest.fixture(scope="module")
-def key(server: Server) -> str:
-    return (server.home / "local-api-key").read_text().strip()
-
-
-@pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
     executable = require_chromium()
     with sync_playwright() as playwright:

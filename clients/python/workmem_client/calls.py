@@ -1,8 +1,8 @@
 """Every request the client makes, one function each: the routes of ``docs/api.md`` as calls.
 
 Each function takes the route's parameters (keywords, ``None`` = the server's default) and
-returns a ``Call`` whose answer parses into the API's own ``…Read`` schema. Pure: nothing here
-sends a request, so the sync and the async client share these definitions.
+returns a ``Call`` whose answer parses into the API's ``…Read`` model (``models``). Pure:
+nothing here sends a request, so the sync and the async client share these definitions.
 """
 
 from __future__ import annotations
@@ -11,28 +11,32 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from app.archives.schemas import (
-    ArchiveExpanded,
-    ArchivePage,
-    ArchiveRead,
-    CommitRead,
-    SectionHistoryPage,
-    WorkingMemoryRead,
-)
-from app.client.call import Call, body, keyed, nothing, query, reads
-from app.context.schemas import CompactRead, ContextRead
-from app.history.schemas import HistorySearchRead
-from app.memories.schemas import CategoryName, MemorySearchRead
-from app.pins.schemas import PinList, PinRead
-from app.sessions.schemas import (
+from workmem_client.call import Call, body, keyed, nothing, query, reads
+from workmem_client.models import (
     AgentSessionPage,
     AgentSessionRead,
     AppendResult,
+    ArchiveExpanded,
+    ArchivePage,
+    ArchiveRead,
     BatchAppendResult,
+    CategoryName,
+    CommitRead,
+    CompactRead,
+    ContextRead,
+    DeliveryPage,
+    EventType,
+    HistorySearchRead,
+    MemorySearchRead,
     MessagePage,
+    PinList,
+    PinRead,
     RetractionRead,
+    SectionHistoryPage,
+    WebhookCreated,
+    WebhookPage,
+    WorkingMemoryRead,
 )
-from app.webhooks.schemas import DeliveryPage, EventType, WebhookCreated, WebhookPage
 
 Id = uuid.UUID | str
 Message = Mapping[str, Any]

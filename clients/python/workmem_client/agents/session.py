@@ -26,9 +26,10 @@ from agents.items import TResponseInputItem
 from agents.memory import SessionSettings
 from agents.memory.session_settings import resolve_session_limit
 
-from app.agents.items import input_items, restored_items, stored_messages
-from app.client import NotFoundError, WorkmemClient
-from app.context.schemas import ContextRead
+from workmem_client.agents.items import input_items, restored_items, stored_messages
+from workmem_client.errors import NotFoundError
+from workmem_client.models import ContextRead
+from workmem_client.sync import WorkmemClient
 
 MAX_BATCH = 500
 """Messages per append (the API's default ``WORKMEM_MAX_BATCH_MESSAGES``)."""

@@ -13,15 +13,14 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import httpx
 
-from app.archives.schemas import ArchiveRead
-from app.client import calls
-from app.client.call import Call
-from app.client.config import resolve
-from app.client.errors import ConflictError, archive_missing, connection_error
-from app.client.models import chat_messages
-from app.client.retry import RetryPolicy
-from app.client.sending import answer, auth_headers, request_of
-from app.sessions.schemas import AgentSessionRead
+from workmem_client import calls
+from workmem_client.call import Call
+from workmem_client.chat import chat_messages
+from workmem_client.config import resolve
+from workmem_client.errors import ConflictError, archive_missing, connection_error
+from workmem_client.models import AgentSessionRead, ArchiveRead
+from workmem_client.retry import RetryPolicy
+from workmem_client.sending import FINISHED, answer, auth_headers, request_of
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -38,7 +37,7 @@ def _sent(build: Callable[P, Call[T]]) -> Callable[Concatenate[WorkmemClient, P]
 
 class WorkmemClient:
     """``WorkmemClient(base_url, api_key)``; both default to ``WORKMEM_URL`` and
-    ``WORKMEM_API_KEY``. Errors are ``app.client.errors`` exceptions carrying the problem's
+    ``WORKMEM_API_KEY``. Errors are ``workmem_client.errors`` exceptions carrying the problem's
     ``type``; a 429 or 503 with ``Retry-After`` is repeated (``retry``), nothing else is."""
 
     def __init__(
@@ -162,6 +161,6 @@ class WorkmemClient:
             current = page.items[0] if page.items else None
             if current is None or current.archive_seq != archive_seq:
                 raise archive_missing(archive_seq)
-            if current.status.is_finished or time.monotonic() >= deadline:
+            if current.status in FINISHED or time.monotonic() >= deadline:
                 return current
             self._sleep(poll_s)

@@ -1,22 +1,17 @@
 """The typed Python client of the workmem HTTP API, sync (``WorkmemClient``) and async
-(``AsyncWorkmemClient``), on httpx.
+(``AsyncWorkmemClient``), on httpx; with extras, the MCP server (``workmem_client.mcp``, extra
+``mcp``) and the OpenAI Agents SDK session (``workmem_client.agents``, extra ``agents``).
 
-Results are the API's own response schemas; errors are the exceptions of ``app.client.errors``.
-The client speaks HTTP only, so it works against any deployment; it never touches a database.
+Results are the API's answers as pydantic models (``workmem_client.models``, generated from the
+server's OpenAPI document); errors are the exceptions of ``workmem_client.errors``. The client
+speaks HTTP only, so it works against any deployment; it needs httpx and pydantic, nothing of
+the server.
 """
 
-from app.archives.schemas import (
-    ArchiveExpanded,
-    ArchivePage,
-    ArchiveRead,
-    CommitRead,
-    DecisionRead,
-    SectionHistoryPage,
-    SectionVersionRead,
-    WorkingMemoryRead,
-)
-from app.client.aio import AsyncWorkmemClient
-from app.client.errors import (
+from workmem_client.aio import AsyncWorkmemClient
+from workmem_client.chat import chat_messages
+from workmem_client.config import MissingApiKey
+from workmem_client.errors import (
     BadRequestError,
     ConflictError,
     ForbiddenError,
@@ -29,30 +24,41 @@ from app.client.errors import (
     WorkmemConnectionError,
     WorkmemError,
 )
-from app.client.models import chat_messages
-from app.client.retry import RetryPolicy
-from app.client.sync import WorkmemClient
-from app.context.schemas import CompactRead, ContextRead
-from app.history.schemas import HistoryHitRead, HistorySearchRead
-from app.memories.schemas import MemoryHitRead, MemoryRead, MemorySearchRead
-from app.pins.schemas import PinList, PinRead
-from app.sessions.schemas import (
+from workmem_client.models import (
     AgentSessionPage,
     AgentSessionRead,
     AppendResult,
+    ArchiveExpanded,
+    ArchivePage,
+    ArchiveRead,
+    ArchiveStatus,
     BatchAppendResult,
-    MessagePage,
-    MessageRead,
-    RetractionRead,
-)
-from app.webhooks.schemas import (
+    CommitRead,
+    CompactRead,
+    ContextRead,
+    DecisionRead,
     DeliveryAttemptRead,
     DeliveryPage,
     DeliveryRead,
+    HistoryHitRead,
+    HistorySearchRead,
+    MemoryHitRead,
+    MemoryRead,
+    MemorySearchRead,
+    MessagePage,
+    MessageRead,
+    PinList,
+    PinRead,
+    RetractionRead,
+    SectionHistoryPage,
+    SectionVersionRead,
     WebhookCreated,
     WebhookPage,
     WebhookRead,
+    WorkingMemoryRead,
 )
+from workmem_client.retry import RetryPolicy
+from workmem_client.sync import WorkmemClient
 
 __all__ = [
     "AgentSessionPage",
@@ -61,6 +67,7 @@ __all__ = [
     "ArchiveExpanded",
     "ArchivePage",
     "ArchiveRead",
+    "ArchiveStatus",
     "AsyncWorkmemClient",
     "BadRequestError",
     "BatchAppendResult",
@@ -80,6 +87,7 @@ __all__ = [
     "MemorySearchRead",
     "MessagePage",
     "MessageRead",
+    "MissingApiKey",
     "NotFoundError",
     "PayloadTooLargeError",
     "PinList",

@@ -1,14 +1,13 @@
 """The one helper over a context: the list a chat call takes.
 
-Every result is the API's own schema (``app.*.schemas``), re-exported by ``app.client``. Never
-sends a request.
+Pure: never sends a request.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from app.context.schemas import ContextRead
+from workmem_client.models import ContextRead
 
 
 def chat_messages(context: ContextRead, system_prompt: str | None = None) -> list[dict[str, Any]]:

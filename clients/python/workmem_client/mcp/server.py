@@ -24,9 +24,10 @@ from typing import Any, ParamSpec, TypeVar
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 
-from app.client import AsyncWorkmemClient, WorkmemError
-from app.mcp.records import records, snippet_records
-from app.mcp.results import (
+from workmem_client.aio import AsyncWorkmemClient
+from workmem_client.errors import WorkmemError
+from workmem_client.mcp.records import records, snippet_records
+from workmem_client.mcp.results import (
     AppendedResult,
     CommitResult,
     ContextResult,

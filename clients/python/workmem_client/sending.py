@@ -12,13 +12,15 @@ from typing import Any, TypeVar
 
 import httpx
 
-from app.client.call import Call
-from app.client.errors import error_from
-from app.client.retry import RetryPolicy
+from workmem_client.call import Call
+from workmem_client.errors import error_from
+from workmem_client.retry import RetryPolicy
 
 T = TypeVar("T")
 
 USER_AGENT = "workmem-python"
+FINISHED = frozenset({"done", "failed"})
+"""The statuses of an archive whose working memory will not change any more."""
 
 
 def auth_headers(api_key: str) -> dict[str, str]:
