@@ -6,6 +6,8 @@ apart exactly as it keeps customers apart.
 
 from __future__ import annotations
 
+import os
+import secrets
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -19,7 +21,7 @@ from pydantic import SecretStr
 
 from app.archives.generation import WorkingMemoryGenerator
 from app.config import Settings
-from app.db import Database
+from app.db import SERVICE_KEY_VARIABLE, Database
 from app.main import create_app
 from app.tenancy import service as tenancy
 from app.tenancy.principal import Principal, Role
@@ -27,6 +29,9 @@ from tests.support.clusters import RUN_DATA_DIRS, postgres_processes
 from tests.support.postgres import DatabaseUrls, PostgresForTests
 
 ADMIN_TOKEN = "operator-secret-token-for-tests"
+# The key of the service's work across tenants: every migrated test database registers it, and
+# every Database and `workmem` process of the run reads it from the environment.
+SERVICE_KEY = os.environ.setdefault(SERVICE_KEY_VARIABLE, secrets.token_urlsafe(32))
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
