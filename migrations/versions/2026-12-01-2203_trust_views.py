@@ -7,17 +7,17 @@ version with its message seqs and its authority (user, system, pin, assistant, t
 ``wm_section_versions.sources``; ``security_invoker`` like the other audit views, readable by the
 service and by auditors.
 
-Revision ID: 20261201_2135_trust_views
-Revises: 20261201_2125_definer_path
-Create Date: 2026-12-01 21:35:00+00:00
+Revision ID: 20261201_2203_trust_views
+Revises: 20261201_2200_bounded_history
+Create Date: 2026-12-01 22:03:00+00:00
 """
 
 from collections.abc import Sequence
 
 from alembic import op
 
-revision: str = "20261201_2135_trust_views"
-down_revision: str | None = "20261201_2125_definer_path"
+revision: str = "20261201_2203_trust_views"
+down_revision: str | None = "20261201_2200_bounded_history"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
