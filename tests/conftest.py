@@ -6,10 +6,8 @@ apart exactly as it keeps customers apart.
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import httpx
@@ -21,12 +19,12 @@ from app.archives.generation import WorkingMemoryGenerator
 from app.config import Settings
 from app.db import Database
 from app.main import create_app
-from app.tenancy import service as tenancy
-from app.tenancy.principal import Principal, Role
 from tests.support.clusters import RUN_DATA_DIRS, postgres_processes
 from tests.support.postgres import DatabaseUrls, PostgresForTests
+from tests.support.tenants import ADMIN_TOKEN, AppFactory, TenantKeys, make_tenant
 
-ADMIN_TOKEN = "operator-secret-token-for-tests"
+# Test modules import these from here or from tests.support.tenants.
+__all__ = ["ADMIN_TOKEN", "AppFactory", "TenantKeys", "make_tenant"]
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
@@ -99,39 +97,6 @@ async def client(settings: Settings, database: Database) -> AsyncIterator[httpx.
         yield http
 
 
-@dataclass(frozen=True)
-class TenantKeys:
-    tenant_id: uuid.UUID
-    admin: str
-    writer: str
-    reader: str
-
-    def principal(self, role: Role = Role.WRITER) -> Principal:
-        return Principal(tenant_id=self.tenant_id, api_key_id=uuid.uuid4(), role=role, user_id=None)
-
-    @staticmethod
-    def headers(key: str) -> dict[str, str]:
-        return {"Authorization": f"Bearer {key}"}
-
-    @property
-    def write(self) -> dict[str, str]:
-        return self.headers(self.writer)
-
-    @property
-    def read(self) -> dict[str, str]:
-        return self.headers(self.reader)
-
-
-async def make_tenant(database: Database, name: str = "tenant") -> TenantKeys:
-    async with database.unscoped() as db:
-        tenant = await tenancy.create_tenant(db, name)
-        keys = {
-            role: (await tenancy.issue_key(db, tenant.tenant_id, role=role))[1]
-            for role in (Role.ADMIN, Role.WRITER, Role.READER)
-        }
-    return TenantKeys(tenant.tenant_id, keys[Role.ADMIN], keys[Role.WRITER], keys[Role.READER])
-
-
 @pytest.fixture
 async def tenant(database: Database) -> TenantKeys:
     return await make_tenant(database, "tenant-a")
@@ -143,8 +108,6 @@ async def other_tenant(database: Database) -> TenantKeys:
 
 
 # Apps of their own, on databases of their own: for tests whose workers claim across tenants.
-
-AppFactory = Callable[..., AbstractAsyncContextManager[httpx.AsyncClient]]
 
 
 @pytest.fixture

@@ -13,16 +13,10 @@ from pathlib import Path
 from sqlalchemy import text
 
 from app.db import Database
+from tests.support.privileged import documented
 
 ROOT = Path(__file__).resolve().parent.parent
-INVENTORY = re.compile(r"^\| `(workmem_[a-z_]+)\([^`]*\)` \| `(app/[a-z_/]+\.py)`", re.MULTILINE)
 FUNCTION_CALL = re.compile(r"\b(workmem_[a-z_]+)\(")
-
-
-def documented() -> dict[str, str]:
-    found = dict(INVENTORY.findall((ROOT / "docs" / "operations.md").read_text()))
-    assert found, "the inventory table of docs/operations.md was not found"
-    return found
 
 
 def application_sources() -> dict[str, str]:

@@ -8,10 +8,9 @@ import asyncio
 from app.archives import queue
 from app.archives.worker import ArchiveWorker, WorkerConfig
 from app.db import Database
-from tests.archives.test_commit import append, commit, user
-from tests.archives.test_worker import RecordingGenerator, archive_rows
 from tests.conftest import AppFactory, TenantKeys, make_tenant
-from tests.sessions.test_api import create_session
+from tests.support.api import append, commit, create_session, user
+from tests.support.archives import RecordingGenerator, archive_rows
 
 SHORT = WorkerConfig(lease_s=1.5, max_attempts=3, poll_s=0.05, backoff_base_s=0, backoff_max_s=0)
 

@@ -22,10 +22,9 @@ from app.archives.working_memory import WorkingMemory
 from app.db import Database
 from app.llm.fakes import ScriptedChatModel, tool_call
 from app.llm.ports import PermanentModelError, TransientModelError
-from app.wm.merge import merge
-from tests.archives.test_commit import append, assistant, commit, user
 from tests.conftest import AppFactory, make_tenant
-from tests.sessions.test_api import create_session
+from tests.support.api import append, assistant, commit, create_session, user
+from tests.support.archives import RecordingGenerator, archive_rows
 from tests.support.fake_openai import DelayedReply, FakeOpenAI
 
 FAST = WorkerConfig(lease_s=30, max_attempts=3, poll_s=0.05, backoff_base_s=0, backoff_max_s=0)
@@ -46,43 +45,6 @@ Started.
 ## Task & Goals
 - Never deploy on Fridays
 """
-
-
-class RecordingGenerator(WorkingMemoryGenerator):
-    """Appends one fact per batch naming the messages it saw, and remembers what it processed."""
-
-    def __init__(self, delay_s: float = 0.0) -> None:
-        super().__init__(None)
-        self.seen: list[tuple[str, ...]] = []
-        self.delay_s = delay_s
-
-    async def generate(
-        self,
-        prior: WorkingMemory,
-        messages: Sequence[Mapping[str, object]],
-        *,
-        seqs: Sequence[int] | None = None,
-        pins: Sequence[str] = (),
-    ) -> Generated:
-        contents = tuple(str(m.get("content")) for m in messages)
-        self.seen.append(contents)
-        await asyncio.sleep(self.delay_s)
-        ops = {
-            "sections": {"Key Facts & Decisions": {"op": "APPEND", "items": [" | ".join(contents)]}}
-        }
-        return Generated(result=merge(prior.sections, ops), generator="offline")
-
-
-async def archive_rows(database: Database, tenant_id: uuid.UUID) -> list[dict[str, Any]]:
-    async with database.tenant(tenant_id) as db:
-        result = await db.execute(
-            text(
-                "SELECT agent_session_id, archive_seq, status, attempt, generator,"
-                " covers_failed_archives, last_error, error_stage, start_seq, end_seq"
-                " FROM archives ORDER BY agent_session_id, archive_seq"
-            )
-        )
-        return [dict(row._mapping) for row in result]
 
 
 async def drain_all(workers: list[ArchiveWorker]) -> None:

@@ -9,7 +9,7 @@ import pytest
 
 from app.client import NotFoundError, WorkmemClient
 from app.models import ArchiveStatus
-from tests.test_e2e import Server
+from tests.support.servers import Server
 
 pytestmark = pytest.mark.e2e
 

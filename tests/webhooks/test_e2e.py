@@ -11,8 +11,8 @@ import pytest
 from standardwebhooks import Webhook
 
 from app.client import WorkmemClient
+from tests.support.servers import Server
 from tests.support.webhook_receiver import WebhookReceiver
-from tests.test_e2e import Server
 
 pytestmark = pytest.mark.e2e
 
