@@ -6,8 +6,10 @@ apart exactly as it keeps customers apart.
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -19,23 +21,67 @@ from app.archives.generation import WorkingMemoryGenerator
 from app.config import Settings
 from app.db import Database
 from app.main import create_app
+from tests.support.backends import (
+    BackendError,
+    Choice,
+    asked_backend,
+    choose_backend,
+    docker_unavailable,
+)
 from tests.support.clusters import RUN_DATA_DIRS, postgres_processes
 from tests.support.postgres import DatabaseUrls, PostgresForTests
 from tests.support.tenants import ADMIN_TOKEN, AppFactory, TenantKeys, make_tenant
+from tests.support.workers import (
+    group_shared_fixtures,
+    is_worker,
+    name_groups,
+    report_to_controller,
+    reported_by,
+)
 
 # Test modules import these from here or from tests.support.tenants.
 __all__ = ["ADMIN_TOKEN", "AppFactory", "TenantKeys", "make_tenant"]
 
+WORKER_DATA_DIRS = pytest.StashKey[list[Path]]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    try:
+        asked_backend(os.environ)
+    except BackendError as error:
+        raise pytest.UsageError(str(error)) from None
+    config.stash[WORKER_DATA_DIRS] = []
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    group_shared_fixtures(items)
+
+
+@pytest.hookimpl(tryfirst=True)  # before a worker sends the test ids to the controller
+def pytest_collection_finish(session: pytest.Session) -> None:
+    name_groups(session.config, session.items)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: object | None) -> None:
+    """On the xdist controller: a worker finished; keep the clusters it started."""
+    node.config.stash[WORKER_DATA_DIRS].extend(reported_by(node))
+
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    """The run leaves no cluster behind: every data directory it started one in is checked
-    for postgres processes (server processes were stopped with real signals)."""
-    left = postgres_processes(RUN_DATA_DIRS)
+    """The run leaves no cluster behind: every data directory it started one in (in this
+    process, or in any xdist worker) is checked for postgres processes (server processes were
+    stopped with real signals)."""
+    if is_worker(session.config):
+        report_to_controller(session.config, RUN_DATA_DIRS)
+        return
+    started = [*RUN_DATA_DIRS, *session.config.stash[WORKER_DATA_DIRS]]
+    left = postgres_processes(started)
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     if reporter is not None:
         reporter.write_line(
-            f"embedded clusters started by this run: {len(RUN_DATA_DIRS)}; "
-            f"still running: {len(left)}"
+            f"embedded clusters started by this run: {len(started)}; still running: {len(left)}"
         )
     if left:
         if reporter is not None:
@@ -45,8 +91,18 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 
 @pytest.fixture(scope="session")
-def postgres() -> Iterator[PostgresForTests]:
-    server = PostgresForTests.start()
+def postgres_backend() -> Choice:
+    """The one place that chooses the database backend (``WORKMEM_TEST_POSTGRES``; see
+    ``tests/support/backends.py``): the embedded cluster unless a container is asked for."""
+    return choose_backend(os.environ, docker_unavailable)
+
+
+@pytest.fixture(scope="session")
+def postgres(postgres_backend: Choice) -> Iterator[PostgresForTests]:
+    """This process's server: under xdist each worker has its own."""
+    if postgres_backend.unavailable is not None:
+        pytest.skip(postgres_backend.unavailable)
+    server = PostgresForTests.start(postgres_backend)
     yield server
     server.stop()
 

@@ -38,9 +38,10 @@ class AppendedRow:
     last_seq: int
 
 
-# The append is one statement (migration 0003's ``workmem_append``): on an autocommit
-# connection it is a whole transaction in one round trip. It sets the tenant of its own
-# transaction first, so row-level security applies to everything it does.
+# The append is one statement (the database function ``workmem_append``; docs/database.md
+# names the revision that defines it): on an autocommit connection it is a whole transaction
+# in one round trip. It sets the tenant of its own transaction first, so row-level security
+# applies to everything it does.
 _APPEND = """
 SELECT seq, turn, created_at, pending_tokens, archived_upto_seq, last_seq
 FROM workmem_append(%(tenant_id)s, %(agent_session_id)s, %(user_id)s, %(roles)s::text[],

@@ -25,6 +25,7 @@ from app.llm.ports import PermanentModelError, TransientModelError
 from tests.conftest import AppFactory, make_tenant
 from tests.support.api import append, assistant, commit, create_session, user
 from tests.support.archives import RecordingGenerator, archive_rows
+from tests.support.clock import age_archive_leases
 from tests.support.fake_openai import DelayedReply, FakeOpenAI
 
 FAST = WorkerConfig(lease_s=30, max_attempts=3, poll_s=0.05, backoff_base_s=0, backoff_max_s=0)
@@ -223,7 +224,7 @@ def workmem_command() -> list[str]:
 
 
 async def test_killed_worker_leaves_an_archive_another_finishes(
-    own_database: Database, app_client: AppFactory, tmp_path: Path
+    own_database: Database, own_admin_database: Database, app_client: AppFactory, tmp_path: Path
 ) -> None:
     keys = await make_tenant(own_database)
     async with app_client(own_database) as http:
@@ -241,7 +242,7 @@ async def test_killed_worker_leaves_an_archive_another_finishes(
             "WORKMEM_LLM_BASE_URL": model.base_url,
             "WORKMEM_LLM_TIMEOUT_S": "120",
             "WORKMEM_LLM_FALLBACK": "none",
-            "WORKMEM_WORKER_LEASE_S": "6",
+            "WORKMEM_WORKER_LEASE_S": "60",
             "WORKMEM_WORKER_POLL_S": "0.1",
         }
         log_path = tmp_path / "worker.log"
@@ -263,7 +264,7 @@ async def test_killed_worker_leaves_an_archive_another_finishes(
 
     survivor = ArchiveWorker(own_database, RecordingGenerator(), FAST)
     assert await survivor.run_once() is None, "the lease is still held"
-    await asyncio.sleep(6.5)
+    assert await age_archive_leases(own_admin_database, 61) == 1
     claim = await survivor.run_once()
     assert claim is not None
     assert claim.attempt == 2

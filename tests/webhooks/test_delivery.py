@@ -5,7 +5,6 @@ tenants)."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 from datetime import datetime
 from typing import Any
@@ -23,6 +22,7 @@ from app.webhooks import repository
 from app.webhooks.delivery import DeliveryConfig, WebhookDeliverer
 from app.webhooks.schedule import RetrySchedule
 from tests.conftest import AppFactory, TenantKeys, make_tenant
+from tests.support.clock import age_webhook_deliveries
 from tests.support.webhook_receiver import WebhookReceiver
 
 FAST = RetrySchedule(max_attempts=3, base_s=0.05, max_s=0.1)
@@ -109,14 +109,18 @@ async def test_archive_done_is_delivered_signed(
 
 
 async def test_failed_attempts_are_retried_with_backoff_then_fail(
-    own_database: Database, app_client: AppFactory, receiver: WebhookReceiver
+    own_database: Database,
+    own_admin_database: Database,
+    app_client: AppFactory,
+    receiver: WebhookReceiver,
 ) -> None:
     keys = await make_tenant(own_database)
     receiver.answer(500, 503, 500, 500)
+    slow = RetrySchedule(max_attempts=3, base_s=30, max_s=60)
     async with app_client(own_database, webhooks_allow_private=True) as http:
         retried = await subscribe(http, keys, receiver.url, "archive.done")
         await commit_one(http, keys, "first")
-        loop = deliverer(own_database)
+        loop = WebhookDeliverer(own_database, DeliveryConfig(allow_private=True, schedule=slow))
         try:
             assert await loop.run_once() == 1
             [waiting] = await deliveries(http, keys, retried["id"])
@@ -124,14 +128,11 @@ async def test_failed_attempts_are_retried_with_backoff_then_fail(
             # Due again only after its backoff (the first one: base_s, less the jitter).
             first = datetime.fromisoformat(waiting["attempts"][0]["started_at"])
             due = datetime.fromisoformat(waiting["next_attempt_at"])
-            assert (due - first).total_seconds() >= 0.8 * FAST.base_s
-            states = []
-            for _ in range(40):
-                await asyncio.sleep(0.05)
-                await loop.run_once()
-                states = [d["status"] for d in await deliveries(http, keys, retried["id"])]
-                if states == ["failed"]:
-                    break
+            assert (due - first).total_seconds() >= 0.8 * slow.base_s
+            assert await loop.run_once() == 0, "within its backoff"
+            for attempt in (2, 3):  # past the longest backoff, its jitter included
+                assert await age_webhook_deliveries(own_admin_database, 2 * slow.max_s) == 1
+                assert await loop.run_once() == 1, f"attempt {attempt} is due"
         finally:
             await loop.close()
         [failed] = await deliveries(http, keys, retried["id"])
@@ -148,7 +149,10 @@ async def test_failed_attempts_are_retried_with_backoff_then_fail(
 
 
 async def test_a_delivery_claimed_by_a_crashed_process_is_sent_after_its_lease(
-    own_database: Database, app_client: AppFactory, receiver: WebhookReceiver
+    own_database: Database,
+    own_admin_database: Database,
+    app_client: AppFactory,
+    receiver: WebhookReceiver,
 ) -> None:
     keys = await make_tenant(own_database)
     async with app_client(own_database, webhooks_allow_private=True) as http:
@@ -156,12 +160,14 @@ async def test_a_delivery_claimed_by_a_crashed_process_is_sent_after_its_lease(
         await commit_one(http, keys, "survive me")
         # A process claims the delivery and dies before sending it.
         async with own_database.unscoped() as db:
-            [claim] = await repository.claim_due(db, lease_s=1.0, limit=10)
+            [claim] = await repository.claim_due(db, lease_s=60, limit=10)
         assert claim.attempt == 1
         loop = deliverer(own_database)
         try:
             assert await loop.run_once() == 0, "leased: not due yet"
-            await asyncio.sleep(1.1)
+            assert await age_webhook_deliveries(own_admin_database, 30) == 1
+            assert await loop.run_once() == 0, "half the lease has passed"
+            await age_webhook_deliveries(own_admin_database, 31)
             assert await loop.run_once() == 1
         finally:
             await loop.close()
