@@ -7,6 +7,7 @@ apart exactly as it keeps customers apart.
 from __future__ import annotations
 
 import os
+import secrets
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -19,7 +20,7 @@ from pydantic import SecretStr
 
 from app.archives.generation import WorkingMemoryGenerator
 from app.config import Settings
-from app.db import Database
+from app.db import SERVICE_KEY_VARIABLE, Database
 from app.main import create_app
 from tests.support.backends import (
     BackendError,
@@ -41,6 +42,11 @@ from tests.support.workers import (
 
 # Test modules import these from here or from tests.support.tenants.
 __all__ = ["ADMIN_TOKEN", "AppFactory", "TenantKeys", "make_tenant"]
+
+# The key of the service's work across tenants: every migrated test database registers it, and
+# every Database and `workmem` process of the run reads it from the environment (xdist workers
+# inherit it from the controller, which imports this module first).
+SERVICE_KEY = os.environ.setdefault(SERVICE_KEY_VARIABLE, secrets.token_urlsafe(32))
 
 WORKER_DATA_DIRS = pytest.StashKey[list[Path]]()
 

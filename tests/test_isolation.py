@@ -15,6 +15,7 @@ import json
 import re
 import uuid
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -24,6 +25,13 @@ from app.db import Database
 from tests.conftest import ADMIN_TOKEN, TenantKeys, make_tenant
 
 METHODS = ("get", "post", "put", "patch", "delete")
+USER_RULES = (
+    (Path(__file__).resolve().parent.parent / "docs" / "api.md")
+    .read_text()
+    .split("### What a key bound to a user may do", 1)[1]
+    .split("\n## ", 1)[0]
+)
+"""The table of what a key bound to a user may do on each route."""
 OPERATIONS_ROUTES = ("/metrics", "/healthz", "/readyz", "/health")
 """Routes that show no tenant's data and take no key."""
 WRITES = ("post", "put", "patch", "delete")
@@ -209,36 +217,79 @@ async def send(
     return await http.request(method, fill(template, values), json=body, headers=headers)
 
 
-World = tuple[Objects, Objects, Objects, dict[str, str]]
+World = tuple[Objects, Objects, Objects]
 
 
 @pytest.fixture
 async def world(client: httpx.AsyncClient, database: Database) -> World:
-    """This tenant's objects, one of its user's (alice), another tenant's; bob's key."""
+    """This tenant's objects, one of its user's (alice, through a key bound to her), another
+    tenant's."""
     tenant_a = await make_tenant(database, "owner")
     tenant_b = await make_tenant(database, "stranger")
-    bound = {}
-    for user in ("alice", "bob"):
-        issued = await client.post(
-            f"/v1/admin/tenants/{tenant_a.tenant_id}/api-keys",
-            json={"role": "writer", "user_id": user},
-            headers=OPERATOR,
-        )
-        bound[user] = issued.json()["key"]
+    alices_key = await bound_key(client, tenant_a, "alice", "writer")
     owner = await objects_of(client, tenant_a)
-    alices = await objects_of(client, tenant_a, user_key=bound["alice"])
+    alices = await objects_of(client, tenant_a, user_key=alices_key)
     strangers = await objects_of(client, tenant_b)
-    return owner, alices, strangers, bound
+    return owner, alices, strangers
 
 
-async def test_no_route_reveals_or_changes_what_another_may_not_see(
+async def bound_key(client: httpx.AsyncClient, keys: TenantKeys, user: str, role: str) -> str:
+    issued = await client.post(
+        f"/v1/admin/tenants/{keys.tenant_id}/api-keys",
+        json={"role": role, "user_id": user},
+        headers=OPERATOR,
+    )
+    assert issued.status_code == 201, issued.text
+    key: str = issued.json()["key"]
+    return key
+
+
+async def every_operation(client: httpx.AsyncClient) -> list[tuple[str, str, dict[str, Any]]]:
+    """Both OpenAPI documents' operations, those that create on the way last."""
+    found = [
+        *operations((await client.get("/openapi.json")).json(), ""),
+        *operations((await client.get("/api/v1/openapi.json")).json(), "/api/v1"),
+    ]
+    return sorted(found, key=creates_on_the_way)
+
+
+async def probe_as_stranger(
+    client: httpx.AsyncClient,
+    tally: Tally,
+    method: str,
+    template: str,
+    headers: dict[str, str],
+    target: Objects,
+    secrets: list[str],
+) -> None:
+    """One operation with a stranger's key, naming the target's objects and then missing ones:
+    the two answers must say the same, never 2xx on a GET of another's object, and nothing of
+    another's may show."""
+    foreign = await send(client, method, template, target.path_values(), headers)
+    tally.probes += 1
+    if "{" in template:
+        absent = await send(client, method, template, missing_values(), headers)
+        tally.probes += 1
+        if outcome(foreign) != outcome(absent):
+            tally.leak(
+                f"{method.upper()} {template}: {outcome(foreign)} for another's object, "
+                f"{outcome(absent)} for none"
+            )
+        if foreign.is_success and method == "get":
+            tally.leak(f"{method.upper()} {template}: 2xx on another's object")
+    # The answer may repeat what the request named (a 404 says what was not found), never
+    # anything else of another's.
+    named = str(foreign.request.url) + foreign.request.content.decode()
+    if "secret of mine" in foreign.text or any(
+        secret in foreign.text and secret not in named for secret in secrets
+    ):
+        tally.leak(f"{method.upper()} {template}: another's object in the answer")
+
+
+async def test_no_route_reveals_or_changes_what_another_tenant_may_not_see(
     client: httpx.AsyncClient, world: World
 ) -> None:
-    owner, alices, strangers, bound = world
-    documents = [
-        (operations((await client.get("/openapi.json")).json(), ""), ""),
-        (operations((await client.get("/api/v1/openapi.json")).json(), "/api/v1"), "/api/v1"),
-    ]
+    owner, alices, strangers = world
     tally = Tally()
     owners_session = f"/v1/sessions/{owner.agent_session_id}"
     before = (await client.get(owners_session, headers=owner.keys.read)).json()
@@ -250,8 +301,8 @@ async def test_no_route_reveals_or_changes_what_another_may_not_see(
         alices.memory_id,
         owner.webhook_id,
     ]
-    every_operation = [op for ops, _ in documents for op in ops]
-    for method, template, operation in sorted(every_operation, key=creates_on_the_way):
+    operations_of_both = await every_operation(client)
+    for method, template, operation in operations_of_both:
         if operation.get("requestBody") and (method, template) not in BODIES:
             tally.leak(f"no probe body for {method.upper()} {template}: add one to BODIES")
             continue
@@ -272,31 +323,8 @@ async def test_no_route_reveals_or_changes_what_another_may_not_see(
                 if refused.status_code != 401:
                     tally.leak(f"a tenant key on {template}: {refused.status_code}")
             continue
-        has_object = "{" in template
-        # Another tenant, and another user of the tenant, on objects they may not see.
-        for stranger_headers, target in (
-            (strangers.keys.headers(strangers.keys.admin), owner),
-            ({"Authorization": f"Bearer {bound['bob']}"}, alices),
-        ):
-            foreign = await send(client, method, template, target.path_values(), stranger_headers)
-            tally.probes += 1
-            if has_object:
-                absent = await send(client, method, template, missing_values(), stranger_headers)
-                tally.probes += 1
-                if outcome(foreign) != outcome(absent):
-                    tally.leak(
-                        f"{method.upper()} {template}: {outcome(foreign)} for another's object, "
-                        f"{outcome(absent)} for none"
-                    )
-                if foreign.is_success and method == "get":
-                    tally.leak(f"{method.upper()} {template}: 2xx on another's object")
-            # The answer may repeat what the request named (a 404 says what was not found),
-            # never anything else of another's.
-            named = str(foreign.request.url) + foreign.request.content.decode()
-            if "secret of mine" in foreign.text or any(
-                secret in foreign.text and secret not in named for secret in secrets
-            ):
-                tally.leak(f"{method.upper()} {template}: another's object in the answer")
+        stranger = strangers.keys.headers(strangers.keys.admin)
+        await probe_as_stranger(client, tally, method, template, stranger, owner, secrets)
         # Each role where it may not act.
         values = owner.path_values()
         forbidden: list[tuple[str, dict[str, str], set[int]]] = [
@@ -324,5 +352,69 @@ async def test_no_route_reveals_or_changes_what_another_may_not_see(
         f"isolation: routes probed {tally.routes}; probes {tally.probes}; leaks {len(tally.leaks or [])}"
     )
     assert tally.leaks is None, "\n".join(tally.leaks or [])
-    every = sum(1 for ops, _ in documents for _, path, _ in ops if path not in OPERATIONS_ROUTES)
+    every = sum(1 for _, path, _ in operations_of_both if path not in OPERATIONS_ROUTES)
     assert tally.routes == every, "every route of both documents was probed"
+
+
+async def test_a_user_bound_key_of_any_role_reaches_nothing_of_another_user(
+    client: httpx.AsyncClient, world: World
+) -> None:
+    """Keys bound to other users, one per role, on every route naming alice's objects (and the
+    tenant-wide ones: the tenant's keys and webhooks) answer as for objects that do not exist,
+    show nothing of alice's or of the tenant's, and change nothing."""
+    owner, alices, _ = world
+    tenant = owner.keys
+    admin = tenant.headers(tenant.admin)
+    alices_session = f"/v1/sessions/{alices.agent_session_id}"
+    before = (await client.get(alices_session, headers=tenant.read)).json()
+    hooks_before = (await client.get("/v1/webhooks", headers=admin)).json()
+    keys_before = (await client.get("/v1/keys", headers=admin)).json()
+    secrets = [
+        owner.agent_session_id,
+        owner.external_id,
+        owner.memory_id,
+        owner.pin_id,
+        owner.webhook_id,
+        alices.agent_session_id,
+        alices.external_id,
+        alices.memory_id,
+        alices.pin_id,
+        alices.webhook_id,
+        alices.api_key_id,
+    ]
+    operations_of_both = await every_operation(client)
+    tally = Tally()
+    for role in ("reader", "writer", "admin"):
+        # A user per role: what one creates under alice's names is its own, not a leak.
+        bobs = tenant.headers(await bound_key(client, tenant, f"bob-{role}", role))
+        for method, template, _operation in operations_of_both:
+            if template in OPERATIONS_ROUTES or template.startswith("/v1/admin"):
+                continue  # no tenant's data, or the operator's (the tenant sweep probes them)
+            tally.routes += 1
+            await probe_as_stranger(client, tally, method, template, bobs, alices, secrets)
+        for path in ("/v1/webhooks", "/v1/keys"):
+            tally.probes += 1
+            if (await client.post(path, json=BODIES[("post", path)], headers=bobs)).is_success:
+                tally.leak(f"a {role} key bound to a user created on POST {path}")
+    if (await client.get(alices_session, headers=tenant.read)).json() != before:
+        tally.leak("alice's agent session changed")
+    if (await client.get("/v1/webhooks", headers=admin)).json() != hooks_before:
+        tally.leak("the tenant's webhooks changed")
+    keys_after = (await client.get("/v1/keys", headers=admin)).json()["items"]
+    if [key for key in keys_after if key in keys_before["items"]] != keys_before["items"]:
+        tally.leak("the tenant's keys changed")
+    if len(keys_after) != len(keys_before["items"]) + 3:
+        tally.leak("keys were issued beside the three the test issued")
+    print(  # noqa: T201 - the suite's figures
+        f"user isolation: routes probed {tally.routes}; probes {tally.probes}; "
+        f"leaks {len(tally.leaks or [])}"
+    )
+    assert tally.leaks is None, "\n".join(tally.leaks or [])
+    documented = set(re.findall(r"^\| `(GET|POST|PUT|PATCH|DELETE) (\S+)` \|", USER_RULES, re.M))
+    probed = {
+        (method.upper(), template)
+        for method, template, _ in operations_of_both
+        if template not in OPERATIONS_ROUTES and not template.startswith("/v1/admin")
+    }
+    assert probed - documented == set(), "docs/api.md states the rule of every route"
+    assert documented - probed == set(), "docs/api.md lists routes that do not exist"

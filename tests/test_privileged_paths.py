@@ -16,6 +16,8 @@ from app.db import Database
 from tests.support.privileged import documented
 
 ROOT = Path(__file__).resolve().parent.parent
+# Policies run as whoever reads: the one definer function they call is executable by all.
+FOR_EVERY_ROLE = {"workmem_verified_tenant"}
 FUNCTION_CALL = re.compile(r"\b(workmem_[a-z_]+)\(")
 
 
@@ -42,7 +44,25 @@ async def test_the_definer_functions_are_exactly_the_documented_ones(
     assert {name for name, _, _ in rows} == set(documented())
     for name, owner, config in rows:
         assert owner == "workmem_definer", name
-        assert "search_path=pg_catalog, public" in (config or []), name
+        assert "search_path=pg_catalog, public, pg_temp" in (config or []), name
+
+
+async def test_every_pinned_search_path_puts_pg_temp_last(admin_database: Database) -> None:
+    """Left out, pg_temp is searched first for tables: a caller's temporary table would shadow
+    a real one inside the function."""
+    async with admin_database.unscoped() as db:
+        paths = (
+            await db.execute(
+                text(
+                    "SELECT p.proname, c FROM pg_proc p, unnest(p.proconfig) c"
+                    " WHERE p.pronamespace = 'public'::regnamespace"
+                    " AND c LIKE 'search\\_path=%'"
+                )
+            )
+        ).all()
+    assert {name for name, _ in paths} >= {"workmem_append", "workmem_schema_revision"}
+    for name, setting in paths:
+        assert setting.endswith(", pg_temp"), (name, setting)
 
 
 async def test_the_definer_functions_are_not_executable_by_everyone(
@@ -58,7 +78,7 @@ async def test_the_definer_functions_are_not_executable_by_everyone(
                 )
             )
         ).all()
-    assert public == []
+    assert {name for (name,) in public} == FOR_EVERY_ROLE
 
 
 def test_every_call_of_a_privileged_function_is_where_the_inventory_says() -> None:
@@ -67,11 +87,15 @@ def test_every_call_of_a_privileged_function_is_where_the_inventory_says() -> No
     for module, source in application_sources().items():
         for name in FUNCTION_CALL.findall(source):
             calls.setdefault(name, set()).add(module)
-    called = {name: modules for name, modules in calls.items() if name != "workmem_append"}
-    assert set(called) == set(inventory), "a privileged function is called but not listed"
+    # The append, the quota lock and the token's entry run as the caller (SECURITY INVOKER).
+    invoker = {"workmem_append", "workmem_quota_lock", "workmem_enter_tenant"}
+    called = {name: modules for name, modules in calls.items() if name not in invoker}
+    listed = {name for name, module in inventory.items() if module is not None}
+    assert set(called) == listed, "a privileged function is called but not listed"
     for name, modules in called.items():
         assert modules == {inventory[name]}, (name, modules)
-    assert calls["workmem_append"] == {"app/sessions/repository.py"}
+    for name in invoker:
+        assert calls[name] == {"app/sessions/repository.py"}, name
 
 
 def test_nothing_in_the_application_widens_its_login() -> None:

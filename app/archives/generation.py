@@ -19,11 +19,12 @@ from app.llm.ports import ChatModel, ModelError, Usage
 from app.wm.extractor import extract
 from app.wm.merge import MergeResult, creation_ops, merge
 from app.wm.prompts import PROMPT_VERSION, batch_messages, create_prompt, update_prompt
-from app.wm.provenance import Provenance, cited_markdown, constraint_evidence
+from app.wm.provenance import Provenance, cited_markdown, constraint_evidence, source_key
 from app.wm.recovery import RecoveryPath, recover_arguments, recover_document
 from app.wm.references import SeqRange
 from app.wm.schema import CREATE_TOOL, UPDATE_TOOL
 from app.wm.sections import Section, empty_sections, parse, render
+from app.wm.source import Shadow
 from app.wm.thresholds import DEFAULT_CONFIG, GuardConfig, size_warnings
 from app.wm.tokens import count_tokens, message_text
 
@@ -205,10 +206,11 @@ class WorkingMemoryGenerator:
     async def _step(self, prior: WorkingMemory, batch: Batch, provenance: Provenance) -> Generated:
         if self.chat is None:
             return self._offline(prior, batch, provenance, "offline", None)
+        shadow = self._shadow(prior, batch, provenance)
         try:
             if prior.legacy_text is not None or prior.is_empty:
-                return await self._create(self.chat, prior, batch, provenance, "llm_create")
-            return await self._update(self.chat, prior, batch, provenance)
+                return await self._create(self.chat, prior, batch, provenance, "llm_create", shadow)
+            return await self._update(self.chat, prior, batch, provenance, shadow)
         except ModelError as error:
             if self.fallback == "none":
                 raise
@@ -216,6 +218,18 @@ class WorkingMemoryGenerator:
             return self._offline(
                 prior, batch, provenance, "offline_fallback", f"model unavailable: {error}"
             )
+
+    def _shadow(self, prior: WorkingMemory, batch: Batch, provenance: Provenance) -> Shadow:
+        """The shadow prior: what the offline extractor makes of the same messages from the same
+        prior, which a model's proposal is checked against (``app.wm.source``)."""
+        result = self._offline(prior, batch, provenance, "offline", None).result
+        cited = {
+            source_key(entry.item): entry.seqs
+            for entries in result.sources.values()
+            for entry in entries
+            if entry.seqs
+        }
+        return Shadow(result.sections, cited)
 
     def _offline(
         self,
@@ -245,7 +259,12 @@ class WorkingMemoryGenerator:
         )
 
     async def _update(
-        self, chat: ChatModel, prior: WorkingMemory, batch: Batch, provenance: Provenance
+        self,
+        chat: ChatModel,
+        prior: WorkingMemory,
+        batch: Batch,
+        provenance: Provenance,
+        shadow: Shadow,
     ) -> Generated:
         prompt = update_prompt(
             render(cited_markdown(prior.sections, prior.sources)),
@@ -266,6 +285,7 @@ class WorkingMemoryGenerator:
                         _decoded(outcome.arguments),
                         config=self.config,
                         provenance=provenance,
+                        shadow=shadow,
                     ),
                     generator="llm_update",
                     model=outcome.model,
@@ -279,6 +299,7 @@ class WorkingMemoryGenerator:
                         recovery.arguments,
                         config=self.config,
                         provenance=provenance,
+                        shadow=shadow,
                     ),
                     generator="llm_recovered",
                     note=f"arguments {recovery.path.value}",
@@ -289,7 +310,7 @@ class WorkingMemoryGenerator:
             reason = "unrecoverable tool arguments"
         else:
             reason = "no tool call"
-        created = await self._create(chat, prior, batch, provenance, "llm_create_fallback")
+        created = await self._create(chat, prior, batch, provenance, "llm_create_fallback", shadow)
         return replace(
             created,
             note=f"{reason}; {created.note}" if created.note else reason,
@@ -303,6 +324,7 @@ class WorkingMemoryGenerator:
         batch: Batch,
         provenance: Provenance,
         generator: GeneratorName,
+        shadow: Shadow,
     ) -> Generated:
         if prior.legacy_text is not None:
             context = prior.legacy_text
@@ -327,7 +349,13 @@ class WorkingMemoryGenerator:
             )
         base = prior.sections if prior.legacy_text is None else empty_sections()
         return Generated(
-            result=merge(base, creation_ops(document), config=self.config, provenance=provenance),
+            result=merge(
+                base,
+                creation_ops(document),
+                config=self.config,
+                provenance=provenance,
+                shadow=shadow,
+            ),
             generator=generator,
             note="upgraded from legacy overview" if prior.legacy_text is not None else None,
             model=outcome.model,

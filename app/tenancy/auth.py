@@ -97,10 +97,14 @@ async def writer_principal(request: Request) -> Principal:
 
 
 async def admin_principal(request: Request) -> Principal:
-    """A tenant admin key: what managing the tenant's own settings (webhooks) takes."""
+    """A tenant admin key not bound to a user: what managing the tenant's own settings
+    (webhooks) takes. A key bound to a user sees only that user's data; the tenant's settings,
+    and the deliveries that carry every user's events, are tenant-wide."""
     principal = await _principal_of(request)
     if principal.role != Role.ADMIN:
         raise Forbidden("this takes an admin API key")
+    if principal.user_id is not None:
+        raise Forbidden("a key bound to a user cannot manage the tenant's settings")
     return principal
 
 

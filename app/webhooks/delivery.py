@@ -6,6 +6,13 @@ under the delivery's tenant to read it, the HTTP request with no transaction ope
 record the outcome, which re-checks the claim. All state is in Postgres, so a restart loses
 nothing: a delivery whose process died is due again when its lease passes. Redirects are never
 followed, and the destination is vetted again before every attempt.
+
+An attempt resolves the host once, vets those addresses and connects to the first of them (a
+name that answers a public address to the check and a private one to the connection gets
+nowhere); HTTPS still sends the host name (SNI) and verifies the certificate against it, and
+connections are never reused, so one verified for one name never carries another's request.
+What an attempt records of a failure is coarse (no address, no reason a connection failed):
+the deliveries list must not map the network behind the endpoint. The log has the detail.
 """
 
 from __future__ import annotations
@@ -15,6 +22,7 @@ import contextlib
 import json
 import logging
 import random
+import ssl
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -25,13 +33,17 @@ from sqlalchemy import exc as sa_exc
 from app.db import Database
 from app.errors import Unavailable
 from app.webhooks import repository
-from app.webhooks.destinations import DestinationRefused, Resolver, resolve, vet
+from app.webhooks.destinations import DestinationRefused, Resolver, refusal, resolve, target
 from app.webhooks.jobs import AttemptResult, DeliveryJobService, Outgoing
 from app.webhooks.repository import DeliveryClaim
 from app.webhooks.schedule import RetrySchedule, after_attempt, is_success
 from app.webhooks.signing import signed_headers
 
 logger = logging.getLogger(__name__)
+
+REFUSED = "destination refused: not a public address, or no address at all"
+UNREACHABLE = "no answer: the connection failed, timed out or broke"
+"""What a failed attempt records, whatever the cause (the log line has the detail)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,12 +66,17 @@ class WebhookDeliverer:
         *,
         transport: httpx.AsyncBaseTransport | None = None,
         resolver: Resolver = resolve,
+        verify: ssl.SSLContext | bool = True,
     ) -> None:
         self.database = database
         self.config = config or DeliveryConfig()
         self.resolver = resolver
         self.http = httpx.AsyncClient(
-            timeout=self.config.timeout_s, follow_redirects=False, transport=transport
+            timeout=self.config.timeout_s,
+            follow_redirects=False,
+            transport=transport,
+            verify=verify,
+            limits=httpx.Limits(max_keepalive_connections=0),
         )
 
     async def run(self, stop: asyncio.Event) -> None:
@@ -126,20 +143,43 @@ class WebhookDeliverer:
             return AttemptResult(started_at, elapsed, status_code, error)
 
         try:
-            await vet(outgoing.url, allow_private=self.config.allow_private, resolver=self.resolver)
+            address = await self.vetted_address(outgoing.url)
         except DestinationRefused as error:
-            return result(None, f"destination refused: {error}")
+            logger.info("webhook destination refused", extra={"error": str(error)})
+            return result(None, REFUSED)
         body = json.dumps(outgoing.payload, separators=(",", ":"), ensure_ascii=False)
         headers = signed_headers(outgoing.secret, outgoing.message_id, started_at, body)
+        request = self.http.build_request(
+            "POST", outgoing.url, content=body.encode(), headers=headers
+        )
+        # The Host header stays the URL's; the connection goes to the vetted address, and TLS
+        # names (SNI) and verifies the URL's host.
+        host = request.url.host
+        request.url = request.url.copy_with(host=address)
+        if request.url.scheme == "https":
+            request.extensions["sni_hostname"] = host
         try:
             # The answer's body is never read: an endpoint owes us a status, nothing more.
-            async with self.http.stream(
-                "POST", outgoing.url, content=body.encode(), headers=headers
-            ) as response:
-                status = response.status_code
+            response = await self.http.send(request, stream=True)
+            await response.aclose()
         except httpx.HTTPError as error:
-            return result(None, f"{type(error).__name__}: {error}"[:500])
+            logger.info(
+                "webhook attempt failed",
+                extra={"error": f"{type(error).__name__}: {error}"[:500]},
+            )
+            return result(None, UNREACHABLE)
+        status = response.status_code
         return result(status, None if is_success(status) else f"the endpoint answered {status}")
+
+    async def vetted_address(self, url: str) -> str:
+        """The one address this attempt connects to: the host resolved once, every address it
+        gave vetted; ``DestinationRefused`` otherwise."""
+        host, port = target(url)
+        addresses = await self.resolver(host, port)
+        reason = refusal(host, addresses, allow_private=self.config.allow_private)
+        if reason is not None:
+            raise DestinationRefused(reason)
+        return addresses[0].split("%", 1)[0]
 
     async def close(self) -> None:
         await self.http.aclose()

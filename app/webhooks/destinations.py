@@ -23,10 +23,30 @@ class DestinationRefused(ValueError):
     """The URL is not one a webhook may be sent to; the message says why."""
 
 
+NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
+"""The well-known NAT64 prefix: its last 32 bits are the IPv4 address a translator reaches."""
+
+
+def embedded_ipv4(address: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
+    """The IPv4 address an IPv6 address carries to a relay or translator (IPv4-mapped, 6to4's
+    2002::/16, NAT64's 64:ff9b::/96), if it carries one."""
+    if address.ipv4_mapped is not None:
+        return address.ipv4_mapped
+    if address.sixtofour is not None:
+        return address.sixtofour
+    if address in NAT64:
+        return ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
+    return None
+
+
 def kind_of(address: Address) -> str | None:
-    """Why ``address`` is not public (``loopback``, ``private``, …), or ``None`` if it is."""
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        return kind_of(address.ipv4_mapped)
+    """Why ``address`` is not public (``loopback``, ``private``, …), or ``None`` if it is.
+
+    An IPv6 address carrying an IPv4 one is judged by the IPv4 address it reaches."""
+    if isinstance(address, ipaddress.IPv6Address):
+        embedded = embedded_ipv4(address)
+        if embedded is not None:
+            return kind_of(embedded)
     checks = (
         ("unspecified", address.is_unspecified),
         ("loopback", address.is_loopback),
@@ -57,6 +77,8 @@ def target(url: str) -> tuple[str, int]:
         raise DestinationRefused(f"the URL's port is not valid: {error}") from None
     if not parts.hostname:
         raise DestinationRefused("the URL has no host")
+    if port == 0:
+        raise DestinationRefused("the URL's port 0 is not a port one can connect to")
     return parts.hostname, port or (443 if parts.scheme == "https" else 80)
 
 

@@ -20,12 +20,15 @@ from app.wm.provenance import (
     attribute,
     mark_unsourced,
     read_references,
+    source_key,
 )
 from app.wm.reasons import (
     DETAIL_OUTSIDE_RANGE,
     DETAIL_PROBLEM,
     DETAIL_SCHEMA_VIOLATION,
     DETAIL_SENTINEL_REMOVED,
+    DETAIL_SOURCE_RESTORED,
+    DETAIL_SUPERSEDED_REASON,
     DETAIL_UNSOURCED,
     Guard,
     Reason,
@@ -33,6 +36,7 @@ from app.wm.reasons import (
 from app.wm.references import Seqs
 from app.wm.schema import ResolvedOp, resolve
 from app.wm.sections import SECTIONS, ParsedDocument, Section, canonical_body, render
+from app.wm.source import Shadow, restore_from_source
 from app.wm.thresholds import DEFAULT_CONFIG, GuardConfig
 from app.wm.tokens import TokenCounter, count_tokens
 
@@ -118,6 +122,7 @@ def merge(
     config: GuardConfig = DEFAULT_CONFIG,
     counter: TokenCounter = count_tokens,
     provenance: Provenance | None = None,
+    shadow: Shadow | None = None,
 ) -> MergeResult:
     """Apply one proposal (tool arguments, already parsed) to the prior seven sections.
 
@@ -128,6 +133,10 @@ def merge(
     (read and stripped before any guard sees them) or the extractor's, the prior's, and those
     of the prior items an UPDATE folded into it; and a new Task & Goals constraint that no user
     message gave is marked ``[unsourced]`` (``unsourced_constraint``).
+
+    With ``shadow`` (the offline extractor's working memory of the same messages), what the
+    shadow keeps of the messages and the merged section lacks is added back
+    (``source_restored``): the guards hold against the source, at creation too.
     """
     resolved = resolve(ops)
     if all(entry.op is None for entry in resolved.values()):
@@ -159,6 +168,14 @@ def merge(
             entry = replace(entry, op=read.op)
             cited[section], outside = read.cited, read.outside
         body, decision = _merge_section(section, before, entry, context)
+        if shadow is not None:
+            body, decision = _against_source(section, body, decision, shadow, context)
+            if provenance is not None and provenance.cited is None:
+                restored = decision.details.get(DETAIL_SOURCE_RESTORED, [])
+                cited[section] = {
+                    **cited.get(section, {}),
+                    **_shadow_citations(restored, shadow),
+                }
         if outside:
             decision = replace(
                 decision, details={**decision.details, DETAIL_OUTSIDE_RANGE: list(outside[:50])}
@@ -166,6 +183,36 @@ def merge(
         bodies[section] = body
         decisions.append(decision)
     return result_of(bodies, decisions, counter, provenance, cited, prior)
+
+
+def _against_source(
+    section: Section, body: str, decision: Decision, shadow: Shadow, context: GuardContext
+) -> tuple[str, Decision]:
+    """The section after the source guard: the shadow's protected items it lacks appended,
+    and the decision says so (the reason the section's own guard gave stays in the details)."""
+    restored = restore_from_source(section, body, shadow, context)
+    if not restored:
+        return body, decision
+    details = {**decision.details, DETAIL_SOURCE_RESTORED: restored}
+    if decision.reason is not Reason.ACCEPTED:
+        details[DETAIL_SUPERSEDED_REASON] = decision.reason.value
+    applied = OpKind.APPEND if decision.applied is OpKind.KEEP else decision.applied
+    return append_items(body, restored), replace(
+        decision,
+        applied=applied,
+        guard=decision.guard or Guard.SOURCE_RETENTION,
+        reason=Reason.SOURCE_RESTORED,
+        details=details,
+    )
+
+
+def _shadow_citations(restored: object, shadow: Shadow) -> dict[str, Seqs]:
+    found: dict[str, Seqs] = {}
+    for item in restored if isinstance(restored, list) else []:
+        key = source_key(str(item))
+        if key in shadow.cited:
+            found[key] = shadow.cited[key]
+    return found
 
 
 def keep_all(

@@ -31,6 +31,7 @@ class Reason(StrEnum):
     FILES_PATH_REGRESSION = "files_path_regression"
     ERRORS_APPEND_ONLY = "errors_append_only"
     OPEN_ISSUES_RESTORED = "open_issues_restored"
+    SOURCE_RESTORED = "source_restored"
 
 
 class Guard(StrEnum):
@@ -42,6 +43,7 @@ class Guard(StrEnum):
     NO_PATH_REGRESSION = "no_path_regression"
     APPEND_ONLY = "append_only"
     NO_SILENT_DROP = "no_silent_drop"
+    SOURCE_RETENTION = "source_retention"
 
 
 class RecoveryPath(StrEnum):
@@ -66,6 +68,8 @@ class RecoveryPath(StrEnum):
 #                          archive and its prior do not cover; stripped, never kept)
 #   files_path_regression  lost_paths, added_paths
 #   errors_append_only     appended (how many fresh items)
+#   source_restored        source_restored (the lines the shadow prior gave back), guard_reason
+#                          (the reason the section's own guard gave, when not accepted)
 # The keys that other code reads are named here.
 DETAIL_SCHEMA_VIOLATION: Final = "schema_violation"
 DETAIL_PROBLEM: Final = "problem"
@@ -73,3 +77,5 @@ DETAIL_SALVAGE: Final = "salvage"
 DETAIL_SENTINEL_REMOVED: Final = "sentinel_removed"
 DETAIL_UNSOURCED: Final = "unsourced"
 DETAIL_OUTSIDE_RANGE: Final = "references_outside_range"
+DETAIL_SOURCE_RESTORED: Final = "source_restored"
+DETAIL_SUPERSEDED_REASON: Final = "guard_reason"

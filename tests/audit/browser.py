@@ -11,6 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from app.db import SERVICE_KEY_VARIABLE
 from tests.support.servers import free_port, workmem_command
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -32,7 +33,11 @@ class ServedDatabase:
 
     def __init__(self, database_url: str, home: Path) -> None:
         self.port = free_port()
-        env = {k: v for k, v in os.environ.items() if not k.startswith("WORKMEM_")}
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith("WORKMEM_") or k == SERVICE_KEY_VARIABLE
+        }
         env.update(
             {
                 "DATABASE_URL": database_url,

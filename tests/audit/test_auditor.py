@@ -126,6 +126,23 @@ def test_each_tenant_has_its_own_auditors(
     assert seen["wm_archive_daily"] == {audit_data.other.tenant_id}
 
 
+def test_an_auditor_reads_no_other_tenants_login_names(
+    other_auditor_url: str, auditor_url: str, audit_data: AuditData
+) -> None:
+    """The service's tenant policy on auditor_logins is permissive for every role: without the
+    restrictive one, setting app.tenant_id showed the other tenant's auditor logins."""
+    for url, other in (
+        (other_auditor_url, audit_data.tenant.tenant_id),
+        (auditor_url, audit_data.other.tenant_id),
+    ):
+        with psycopg.connect(url, autocommit=True) as connection:
+            own = connection.execute("SELECT session_user::text").fetchone()
+            connection.execute("SELECT set_config('app.tenant_id', %s, false)", (str(other),))
+            names = connection.execute("SELECT login_role FROM auditor_logins").fetchall()
+        assert own is not None
+        assert names == [(own[0],)]
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

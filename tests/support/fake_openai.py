@@ -41,6 +41,8 @@ class ToolCallReply:
     content: str | None = None
     prompt_tokens: int = 11
     completion_tokens: int = 7
+    reasoning: str | None = None
+    """Responses API only: a reasoning item with this summary comes first in the output."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +52,8 @@ class TextReply:
     content: str
     prompt_tokens: int = 11
     completion_tokens: int = 7
+    reasoning: str | None = None
+    """Responses API only: a reasoning item with this summary comes first in the output."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -775,7 +779,11 @@ class FakeOpenAI:
 
     def _responses(self, headers: Mapping[str, str], raw: bytes, body: Any) -> _Response:
         """The Responses API (``tests.support.fake_responses``), from the same script."""
-        from tests.support.fake_responses import check_responses_request, response_object
+        from tests.support.fake_responses import (
+            check_responses_request,
+            response_object,
+            streamed_events,
+        )
 
         authorization = headers.get("authorization", "")
         if not authorization.startswith("Bearer ") or not authorization[7:].strip():
@@ -795,7 +803,10 @@ class FakeOpenAI:
             reply = self._replies.popleft() if self._replies else self.default_reply
             number = len(self._requests) + 1
         if isinstance(reply, TextReply | ToolCallReply):
-            return _json_response(200, response_object(reply, body, number))
+            response = response_object(reply, body, number)
+            if body.get("stream"):
+                return _Response(200, streamed_events(response), "text/event-stream")
+            return _json_response(200, response)
         return _render(reply, body, number)
 
     def _record_error(self, message: str) -> None:

@@ -2,12 +2,14 @@
 
 Owns the strict checks of a request body (what the OpenAI Agents SDK sends by default: ``model``,
 ``input`` items, ``instructions``, function ``tools``) and the response object for a scripted
-reply (a text message, or one function call). ``fake_openai`` routes the path here and keeps
-the script, the recording and the error replies; never streams, never leaves loopback.
+reply (a text message, or one function call, after a reasoning item when the reply has one),
+whole or as the server-sent events of a stream. ``fake_openai`` routes the path here and keeps
+the script, the recording and the error replies; never leaves loopback.
 """
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -80,8 +82,6 @@ def check_responses_request(body: object) -> None:
         raise InvalidChatRequestError(f"Unknown parameter: '{unknown[0]}'.", unknown[0])
     if not isinstance(body.get("model"), str) or not body["model"]:
         raise InvalidChatRequestError("Missing required parameter: 'model'.", "model")
-    if body.get("stream"):
-        raise InvalidChatRequestError("Streaming is not supported by this test server.", "stream")
     items = body.get("input")
     if isinstance(items, str):
         return
@@ -115,6 +115,11 @@ def check_responses_request(body: object) -> None:
                     f"Missing required parameter: '{where}.output'.", where
                 )
             answered.add(call_id)
+        elif kind == "reasoning":
+            if not isinstance(item.get("summary"), list) or not item.get("id"):
+                raise InvalidChatRequestError(
+                    f"Missing required parameter: '{where}.summary'.", where
+                )
         else:
             raise InvalidChatRequestError(f"Invalid value for '{where}.type': {kind!r}.", where)
     missing = sorted(calls - answered)
@@ -149,13 +154,17 @@ def response_object(
             "arguments": reply.arguments,
             "status": "completed",
         }
+    reasoning = []
+    if reply.reasoning is not None:
+        summary = [{"type": "summary_text", "text": reply.reasoning}]
+        reasoning = [{"type": "reasoning", "id": f"rs_fake_{number}", "summary": summary}]
     return {
         "id": f"resp_fake_{number}",
         "object": "response",
         "created_at": float(int(time.time())),
         "status": "completed",
         "model": body["model"],
-        "output": [output],
+        "output": [*reasoning, output],
         "parallel_tool_calls": True,
         "tool_choice": body.get("tool_choice", "auto"),
         "tools": body.get("tools") or [],
@@ -167,3 +176,18 @@ def response_object(
             "output_tokens_details": {"reasoning_tokens": 0},
         },
     }
+
+
+def streamed_events(response: Mapping[str, Any]) -> bytes:
+    """``response`` as a Responses API stream: created, each output item added and done, then
+    completed (server-sent events, as ``stream: true`` is answered)."""
+    started = {**response, "status": "in_progress", "output": []}
+    events: list[dict[str, Any]] = [{"type": "response.created", "response": started}]
+    for index, item in enumerate(response["output"]):
+        events.append({"type": "response.output_item.added", "output_index": index, "item": item})
+        events.append({"type": "response.output_item.done", "output_index": index, "item": item})
+    events.append({"type": "response.completed", "response": response})
+    return b"".join(
+        f"event: {event['type']}\ndata: {json.dumps({**event, 'sequence_number': number})}\n\n".encode()
+        for number, event in enumerate(events)
+    )

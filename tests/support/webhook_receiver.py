@@ -7,6 +7,7 @@ Owns serving on a free loopback port from a background thread; never checks sign
 
 from __future__ import annotations
 
+import ssl
 import threading
 import time
 from collections import deque
@@ -26,14 +27,33 @@ class Received:
 
 
 class WebhookReceiver:
-    def __init__(self) -> None:
+    """``host`` and ``port`` where it listens (a free port by default), ``tls`` to serve HTTPS,
+    ``hang`` to take each request and answer nothing until stopped (a hanging endpoint)."""
+
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        tls: ssl.SSLContext | None = None,
+        hang: bool = False,
+    ) -> None:
         self._lock = threading.Lock()
         self._statuses: deque[int] = deque()
         self._received: list[Received] = []
-        self._server = _Server(self)
+        self.hang = hang
+        self.released = threading.Event()
+        self._server = _Server(self, (host, port))
+        if tls is not None:
+            self._server.socket = tls.wrap_socket(self._server.socket, server_side=True)
         self._thread = threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True
         )
+
+    @property
+    def port(self) -> int:
+        port: int = self._server.server_address[1]
+        return port
 
     @property
     def url(self) -> str:
@@ -66,6 +86,7 @@ class WebhookReceiver:
         self._thread.start()
 
     def stop(self) -> None:
+        self.released.set()
         self._server.shutdown()
         self._server.server_close()
         self._thread.join()
@@ -75,9 +96,9 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = False
     block_on_close = True
 
-    def __init__(self, receiver: WebhookReceiver) -> None:
+    def __init__(self, receiver: WebhookReceiver, address: tuple[str, int]) -> None:
         self.receiver = receiver
-        super().__init__(("127.0.0.1", 0), _Handler)
+        super().__init__(address, _Handler)
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -90,6 +111,9 @@ class _Handler(BaseHTTPRequestHandler):
         body = self.rfile.read(length) if length else b""
         headers = {key.lower(): value for key, value in self.headers.items()}
         status = receiver._take(Received(self.path, headers, body))
+        if receiver.hang:
+            receiver.released.wait()
+            return
         self.close_connection = True
         self.send_response(status)
         self.send_header("Content-Length", "0")

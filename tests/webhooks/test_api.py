@@ -22,6 +22,18 @@ async def test_subscribe_list_and_unsubscribe(
     assert refused.status_code == 422, refused.text
     assert refused.json()["errors"][0]["loc"] == ["body", "url"]
     assert "loopback" in refused.json()["detail"]
+    # Nor through a 6to4 address carrying it, nor to port 0; nothing is stored.
+    for url, reason in (
+        ("http://[2002:7f00:1::]/hooks", "loopback"),
+        ("http://[2002:a9fe:a9fe::]/latest", "link-local"),
+        ("http://93.184.216.34:0/hooks", "port 0"),
+    ):
+        refused = await client.post(
+            "/v1/webhooks", json={"url": url, "events": ["archive.done"]}, headers=admin
+        )
+        assert refused.status_code == 422, (url, refused.text)
+        assert reason in refused.json()["detail"], url
+    assert (await client.get("/v1/webhooks", headers=admin)).json()["items"] == []
 
     created = await client.post(
         "/v1/webhooks",

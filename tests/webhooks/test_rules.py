@@ -40,6 +40,17 @@ from app.webhooks.signing import new_secret, signed_headers
         ("240.0.0.1", "private"),
         ("::ffff:127.0.0.1", "loopback"),
         ("::ffff:8.8.8.8", None),
+        # 6to4 (2002::/16) and NAT64 (64:ff9b::/96) carry an IPv4 address a relay reaches.
+        ("2002:7f00:1::", "loopback"),
+        ("2002:7f00:0001:0:0:0:0:1", "loopback"),
+        ("2002:a9fe:a9fe::", "link-local"),
+        ("2002:a00:1::", "private"),
+        ("2002:c0a8:101::", "private"),
+        ("2002:0:0::", "unspecified"),
+        ("2002:5db8:d822::", None),
+        ("64:ff9b::7f00:1", "loopback"),
+        ("64:ff9b::a9fe:a9fe", "link-local"),
+        ("64:ff9b::5db8:d822", None),
     ],
 )
 def test_kind_of_address(address: str, kind: str | None) -> None:
@@ -67,6 +78,8 @@ def test_target(url: str, expected: tuple[str, int]) -> None:
         ("https://user:pass@hooks.example.com/in", "credentials"),
         ("https:///in", "no host"),
         ("https://hooks.example.com:99999/in", "port"),
+        ("https://hooks.example.com:0/in", "port 0"),
+        ("http://[2002:7f00:1::]:0/", "port 0"),
         ("http://[::1/in", "not valid"),
     ],
 )

@@ -127,7 +127,6 @@ def test_task_goals_take_goal_constraints_and_requests() -> None:
         "Goal: I need to change my return flight to Newark",
         "Never book basic economy.",
         "I don't want insurance.",
-        "I need to change my return flight to Newark.",
         "Could you please check the options for tomorrow morning?",
     ]
 

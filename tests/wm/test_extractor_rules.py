@@ -150,7 +150,7 @@ def test_errors_named_by_the_assistant_are_recorded_but_code_lines_are_not() -> 
         ("Review requires two approvals.", False, True),
         ("Force pushes are forbidden.", False, True),
         ("We no longer support Python 3.8.", False, True),
-        ("I prefer direct flights.", False, True),
+        ("Prefer direct flights.", False, True),
         ("Use Poetry instead of pip.", False, True),
         ("Book the 10 am flight instead of the 8 am one.", False, True),
         ("Avoid the staging database.", False, True),
@@ -173,7 +173,14 @@ def test_errors_named_by_the_assistant_are_recorded_but_code_lines_are_not() -> 
         ("I went to the park instead of the gym.", True, False),
         ("The rules say it is required.", True, False),
         ("Please never call me after 9 pm.", True, True),
-        ("I prefer tea.", True, True),
+        ("Prefer tea.", True, True),
+        # A speaker's own preference is a taste, not an instruction about the task.
+        ("I prefer tabs over spaces.", False, False),
+        ("I prefer direct flights.", False, False),
+        ("I'd rather fly in the morning.", False, False),
+        ("We would much rather use Poetry.", False, False),
+        ("I prefer tea.", True, False),
+        ("The team prefers squash merges.", False, True),
     ],
 )
 def test_constraint_sentences(sentence: str, chat: bool, constraint: bool) -> None:
@@ -188,9 +195,57 @@ def test_task_goals_never_repeat_the_goal_or_a_known_constraint() -> None:
     assert items == ["Goal: Fix the login timeout", "Never touch prod."]
     prior = {Section.TASK_AND_GOALS: "- Goal: Fix the login timeout\n- Never touch prod."}
     again = [{"role": "user", "content": "I need you to fix the login timeout. Never touch PROD!"}]
-    assert sections_of(again, prior)["Task & Goals"]["items"] == [
-        "I need you to fix the login timeout."
+    assert sections_of(again, prior)["Task & Goals"] == {"op": "KEEP"}
+
+
+@pytest.mark.parametrize(
+    ("text", "items"),
+    [
+        # The goal is written once: not again as the same request, asked another way, nor as
+        # the constraint it was taken from.
+        ("Migrate billing to Postgres 16 today. Please migrate billing to Postgres 16 today.",
+         ["Goal: Migrate billing to Postgres 16 today"]),
+        ("Migrate billing to Postgres 16 today. Could you migrate billing to Postgres 16 today?",
+         ["Goal: Migrate billing to Postgres 16 today"]),
+        ("I need to change my flight to Newark. I need to change my flight to Newark!",
+         ["Goal: I need to change my flight to Newark"]),
+        ("Fix src/a.py. Never push directly to main.", ["Never push directly to main."]),
+        # A different request is not the goal.
+        ("Migrate billing to Postgres 16 today. Please also migrate the ledger to Postgres 16.",
+         ["Goal: Migrate billing to Postgres 16 today",
+          "Please also migrate the ledger to Postgres 16."]),
+        # A preference is no Task & Goals constraint; an instruction is.
+        ("Fix the login timeout. I prefer tabs over spaces.", ["Goal: Fix the login timeout"]),
+        ("Fix the login timeout. Prefer tabs over spaces.",
+         ["Goal: Fix the login timeout", "Prefer tabs over spaces."]),
+    ],
+)  # fmt: skip
+def test_task_goals_hold_the_goal_once_and_no_preference(text: str, items: list[str]) -> None:
+    assert sections_of([{"role": "user", "content": text}])["Task & Goals"]["items"] == items
+
+
+@pytest.mark.parametrize(
+    ("text", "facts"),
+    [
+        # A short sentence is a fact when it holds a date or a number, not otherwise.
+        ("Deadline is 2024-07-01.", ["User: Deadline is 2024-07-01."]),
+        ("Budget: 300 dollars.", ["User: Budget: 300 dollars."]),
+        ("Seat 14C.", ["User: Seat 14C."]),
+        ("Deadline is Friday.", []),
+        ("That sounds great.", []),
+        # The user's own preference is a fact about them.
+        ("I prefer tabs over spaces.", ["User: I prefer tabs over spaces."]),
+        ("I'd rather fly in the morning.", ["User: I'd rather fly in the morning."]),
+        ("Do you prefer tabs over spaces?", []),
+    ],
+)  # fmt: skip
+def test_key_facts_take_dated_short_sentences_and_preferences(text: str, facts: list[str]) -> None:
+    messages = [
+        {"role": "user", "content": text},
+        {"role": "assistant", "content": "Noted."},
     ]
+    section = sections_of(messages)["Key Facts & Decisions"]
+    assert section.get("items", []) == facts
 
 
 # Open questions ---------------------------------------------------------------------------

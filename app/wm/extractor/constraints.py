@@ -1,11 +1,13 @@
 """Which user sentences state a constraint or a preference (every keyword of guard C).
 
 Owns the rule: a sentence with a guard-C keyword is a constraint when it is phrased as one —
-an instruction ("never …", "don't …", "use X instead of Y"), a wish or rule about the work ("I
-don't want …", "I prefer …", "you must …"), or, outside a conversation between people, a
+an instruction ("never …", "don't …", "prefer X", "use X instead of Y"), a wish or rule about
+the work ("I don't want …", "you must …"), or, outside a conversation between people, a
 statement whose keyword only states rules ("must", "required", "forbidden", "no longer",
-"prefer", "instead of", "avoid" and the CJK ones). "must have left" is a guess, not a rule; a
-question states none. Never decides the section's op.
+"prefers", "instead of", "avoid" and the CJK ones). "must have left" is a guess, not a rule; a
+question states none. A speaker's own preference ("I prefer tabs over spaces", "I'd rather
+…") is a taste, not an instruction about the task: it is a fact about the user (Key Facts, and
+long-term memory), never a protected constraint. Never decides the section's op.
 """
 
 from __future__ import annotations
@@ -20,9 +22,8 @@ _DIRECTIVE: Final = re.compile(
     r"(?:please\s+|make sure(?: to)?\s+|ensure\s+|remember to\s+)?"
     r"(?:don['’]?t|do not|never|always|only|avoid|use|keep|stop|just|prefer)\b"
     r"|\b(?:I|we)\s+(?:(?:do not|don['’]t|never|only|no longer)\s+(?:want|need|like|use|fly|"
-    r"eat|drink|work|accept|allow)|(?:always|only)\s+(?:want|need|use|fly)|prefer|"
-    r"would prefer|['’]d prefer|would rather|['’]d rather|must(?: not| never| always)?|"
-    r"require|need you to)\b"
+    r"eat|drink|work|accept|allow)|(?:always|only)\s+(?:want|need|use|fly)|"
+    r"must(?: not| never| always)?|require|need you to)\b"
     r"|\byou\s+(?:must|should|need to|have to|can only|cannot|can['’]t|may not|are not allowed|"
     r"are required|must never|should never|should always)\b"
     r"|^(?:不要|必须|禁止|务必|只能|只用|不许)",
@@ -34,6 +35,12 @@ _RULE_WORD: Final = re.compile(
     r"prefer(?:s|red)?|instead\s+of|avoids?)(?![\w'’])|不要|必须|禁止|务必|只能|只用|不许",
     re.IGNORECASE,
 )
+_PREFERENCE: Final = re.compile(
+    r"\b(?:I|we)(?:['’]d|\s+(?:would|do|really|still|now|also|generally|usually|much|definitely))*"
+    r"\s+(?:prefer(?:red)?|rather)\b",
+    re.IGNORECASE,
+)
+"""A speaker stating their own preference: a taste, which these words alone never make a rule."""
 _GUESS: Final = re.compile(
     r"\bmust(?:n['’]t)?\s+have\s+(?:been|had|got|gone|left|lost|forgot|forgotten|made|put|seen|"
     r"said|sent|taken|missed|done|come|run|heard|\w+ed)\b",
@@ -42,12 +49,17 @@ _GUESS: Final = re.compile(
 
 
 def is_constraint_sentence(sentence: str, *, chat: bool) -> bool:
-    """Whether a user sentence is a constraint or preference to keep in Task & Goals."""
+    """Whether a user sentence is a constraint to keep in Task & Goals."""
     if sentence.rstrip().endswith(("?", "？")):
         return False
-    text = _GUESS.sub(" ", sentence)
+    text = _PREFERENCE.sub(" ", _GUESS.sub(" ", sentence))
     if not is_constraint(text):
         return False
     if _DIRECTIVE.search(text):
         return True
     return not chat and _RULE_WORD.search(text) is not None
+
+
+def is_preference_sentence(sentence: str) -> bool:
+    """Whether a sentence states its speaker's own preference ("I prefer X over Y")."""
+    return not sentence.rstrip().endswith(("?", "？")) and _PREFERENCE.search(sentence) is not None

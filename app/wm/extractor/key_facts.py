@@ -1,6 +1,7 @@
 """Key Facts & Decisions: ranked facts from the batch, and the consolidation guard B accepts.
 
-Owns what counts as a fact (tool calls, sentences with names, dates, numbers, decisions), how
+Owns what counts as a fact (tool calls, sentences with names, dates, numbers, decisions, the
+user's own preferences; a sentence under four words only with a number or a date), how
 many are taken, and how an over-full section is packed and digested while keeping its anchors.
 Never writes the guard's sentinel: an over-full section is consolidated instead.
 """
@@ -15,6 +16,7 @@ from typing import Final
 from app.wm.anchors import PROPER_NOUN_STOP_WORDS, anchor_spans, anchors
 from app.wm.extractor.arguments import append_op, keep_op, update_op
 from app.wm.extractor.config import ExtractorConfig
+from app.wm.extractor.constraints import is_preference_sentence
 from app.wm.extractor.dates import format_day, has_relative_time, resolve_relative
 from app.wm.extractor.reading import Reading, clip, is_greeting, label, sentences
 from app.wm.extractor.tool_calls import SKIPPED_TOOLS, call_summary, result_summary
@@ -106,10 +108,16 @@ def _fact_candidates(reading: Reading, config: ExtractorConfig) -> tuple[Calls, 
             continue
         day = reading.day_of(index)
         for sentence in sentences(view.text):
-            if len(sentence.split()) < _FACT_MIN_WORDS or is_greeting(sentence):
+            short = len(sentence.split()) < _FACT_MIN_WORDS
+            # A short sentence is a fact only when it holds a number or a date ("Deadline is
+            # 2024-07-01."); without one it is a reply or an exclamation.
+            if (short and not _DIGIT.search(sentence)) or is_greeting(sentence):
                 continue
             relative = day is not None and has_relative_time(sentence)
             score = int(relative) + fact_score(sentence, reading.speaker_words)
+            if view.role == "user" and is_preference_sentence(sentence):
+                # The user's own preference is a fact about them, never a task constraint.
+                score = max(score, 2)
             fact = sentence
             if day is not None and relative:
                 # Who did what when: the time made absolute, and the day it was said.

@@ -34,7 +34,8 @@ def task_op(reading: Reading, prior: str, config: ExtractorConfig) -> dict[str, 
     candidates: list[str] = []
     if not prior:
         title, views = title_of(reading, config)
-        if title and not reading.chat:
+        # A constraint chosen as the title is recorded as the constraint, not also as the goal.
+        if title and not reading.chat and not is_constraint_sentence(title, chat=False):
             candidates.append(reading.cite(f"{GOAL_PREFIX} {title}", *views))
     constraints: list[str] = []
     requests: list[str] = []
@@ -63,11 +64,21 @@ def task_op(reading: Reading, prior: str, config: ExtractorConfig) -> dict[str, 
     return update_op(_consolidate_tasks(old, fresh, config))
 
 
+_ASKING: Final = re.compile(
+    r"^(?:(?:please|kindly|can you|could you|would you|will you|i need you to|i want you to|"
+    r"we need you to|help me)\s+)+",
+    re.IGNORECASE,
+)
+"""How a request is asked: "Please migrate X" and "Could you migrate X" ask for "Migrate X"."""
+
+
 def _task_key(item: str) -> str:
-    """Normalised equality, with a goal and the same sentence as a request counting as one."""
-    key = normalise(item)
-    prefix = normalise(GOAL_PREFIX)
-    return key[len(prefix) :].strip() if key.startswith(prefix) else key
+    """Normalised equality, with a goal, the same sentence as a constraint or a request, and the
+    same request asked another way ("please …", "could you …") counting as one."""
+    text = item.strip()
+    if text.startswith(GOAL_PREFIX):
+        text = text[len(GOAL_PREFIX) :]
+    return normalise(_ASKING.sub("", normalise(text)))
 
 
 def _fresh(items: list[str], known: set[str]) -> list[str]:

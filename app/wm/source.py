@@ -1,0 +1,133 @@
+"""Guards against the source: what the offline extractor kept of the same messages, restored.
+
+Owns the shadow prior. A model's proposal is checked against the prior version by guards A-F,
+but a creation has no prior, and an update can leave out what the archived messages said that
+the prior never held. The offline extractor's working memory of the same messages, built from
+the same prior, is the record of what those messages hold that must not be lost: the user's
+constraints (Task & Goals), file paths (Files & Context), error lines (Errors & Corrections),
+open questions and TODOs (Open Issues) and dated facts (Key Facts). Whatever of those the merged
+section lacks is added back, each restoration a decision with reason ``source_restored``. Pure;
+the shadow is computed by the caller.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Final
+
+from app.wm.anchors import anchor_spans
+from app.wm.guards import GuardContext, is_constraint, key_facts_append, without_sentinel
+from app.wm.items import Marker, is_kept, markers_of, split_items, strip_markers, with_marker
+from app.wm.paths import find_paths
+from app.wm.reasons import Reason
+from app.wm.sections import Section
+from app.wm.support import same_claim, supported
+
+_CLOSED: Final = frozenset({Marker.RESOLVED, Marker.DONE, Marker.LIFTED})
+_LIST_LIMIT: Final = 50
+_GOAL: Final = "Goal:"
+
+
+@dataclass(frozen=True, slots=True)
+class Shadow:
+    """The offline extractor's working memory of the messages a model was given (the shadow
+    prior): its section bodies, and the seqs each of its items came from by ``source_key``."""
+
+    sections: Mapping[Section, str]
+    cited: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
+
+
+Same = Callable[[str, str], bool]
+
+
+def _worded(item: str, other: str) -> bool:
+    return supported(item, [other])
+
+
+def _held(item: str, body: str, same: Same) -> bool:
+    """Whether the body keeps the item: its snippet, or an item that says the same thing."""
+    if is_kept(item, body.lower()):
+        return True
+    text = strip_markers(item)
+    return any(same(text, strip_markers(other)) for other in split_items(body))
+
+
+def _missing(body: str, watched: list[str], marker: Marker | None, same: Same) -> list[str]:
+    restored: list[str] = []
+    for item in watched:
+        current = "\n".join([body, *(f"- {line}" for line in restored)])
+        if not _held(item, current, same):
+            restored.append(item if marker is None else with_marker(marker, item))
+    return restored
+
+
+def _task(body: str, shadow: str, ctx: GuardContext) -> list[str]:
+    """The shadow's constraints the body lacks; a constraint said as it was said before the
+    goal that repeats it (``Goal: …``), so a goal never stands in for the user's words."""
+    watched = [item for item in split_items(shadow) if is_constraint(item)]
+    watched.sort(key=lambda item: strip_markers(item).startswith(_GOAL))
+    return _missing(body, watched, Marker.KEPT_CONSTRAINT, same_claim)
+
+
+def _files(body: str, shadow: str, ctx: GuardContext) -> list[str]:
+    have = set(find_paths(body))
+    restored: list[str] = []
+    for item in split_items(shadow):
+        lost = [path for path in find_paths(item) if path not in have]
+        if lost:
+            restored.append(item)
+            have.update(find_paths(item))
+    return restored
+
+
+def _errors(body: str, shadow: str, ctx: GuardContext) -> list[str]:
+    return _missing(body, split_items(shadow), None, _worded)
+
+
+def _open_issues(body: str, shadow: str, ctx: GuardContext) -> list[str]:
+    watched = [item for item in split_items(shadow) if not markers_of(item) & _CLOSED]
+    return _missing(body, watched, Marker.RESTORED, _worded)
+
+
+def _dates(text: str) -> set[str]:
+    return {span.key for span in anchor_spans(text) if span.kind == "date"}
+
+
+def _key_facts(body: str, shadow: str, ctx: GuardContext) -> list[str]:
+    have = _dates(body)
+    wanted: list[str] = []
+    for item in split_items(without_sentinel(shadow)):
+        dates = _dates(item)
+        if dates - have:
+            wanted.append(item)
+            have |= dates
+    if not wanted:
+        return []
+    verdict = key_facts_append(body, wanted, ctx)
+    if verdict.reason is Reason.EMERGENCY_SENTINEL:
+        return []
+    return list(verdict.op.items)
+
+
+SourceRule = Callable[[str, str, GuardContext], list[str]]
+
+SOURCE_RULES: Final[dict[Section, SourceRule]] = {
+    Section.TASK_AND_GOALS: _task,
+    Section.KEY_FACTS: _key_facts,
+    Section.FILES: _files,
+    Section.ERRORS: _errors,
+    Section.OPEN_ISSUES: _open_issues,
+}
+
+
+def restore_from_source(
+    section: Section, body: str, shadow: Shadow, ctx: GuardContext
+) -> list[str]:
+    """The items of the shadow's section that ``body`` lacks and must keep, as lines to add
+    (at most 50; the shadow is within the extractor's own caps, so these are too)."""
+    rule = SOURCE_RULES.get(section)
+    shadow_body = shadow.sections.get(section, "").strip()
+    if rule is None or not shadow_body:
+        return []
+    return rule(body, shadow_body, ctx)[:_LIST_LIMIT]
