@@ -289,8 +289,11 @@ async def test_lease_lost_writes_nothing(
             *,
             seqs: Sequence[int] | None = None,
             pins: Sequence[str] = (),
+            pinned_seqs: frozenset[int] = frozenset(),
         ) -> Generated:
-            generated = await super().generate(prior, messages, seqs=seqs, pins=pins)
+            generated = await super().generate(
+                prior, messages, seqs=seqs, pins=pins, pinned_seqs=pinned_seqs
+            )
             async with own_admin_database.unscoped() as db:  # another worker took over meanwhile
                 await db.execute(text("UPDATE archives SET attempt = attempt + 1"))
             return generated
@@ -345,6 +348,7 @@ async def test_a_failed_archive_larger_than_the_input_budget_is_covered_whole(
             *,
             seqs: Sequence[int] | None = None,
             pins: Sequence[str] = (),
+            pinned_seqs: frozenset[int] = frozenset(),
         ) -> Generated:
             if not self.failed:
                 self.failed = True

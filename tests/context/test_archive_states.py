@@ -197,6 +197,7 @@ class GatedGenerator(WorkingMemoryGenerator):
         *,
         seqs: Sequence[int] | None = None,
         pins: Sequence[str] = (),
+        pinned_seqs: frozenset[int] = frozenset(),
     ) -> Generated:
         self.entered.set()
         await self.gate.wait()

@@ -37,6 +37,7 @@ class RecordingGenerator(WorkingMemoryGenerator):
         *,
         seqs: Sequence[int] | None = None,
         pins: Sequence[str] = (),
+        pinned_seqs: frozenset[int] = frozenset(),
     ) -> Generated:
         contents = tuple(str(m.get("content")) for m in messages)
         self.seen.append(contents)
