@@ -9,8 +9,10 @@ consolidation that loses its anchors. Tenant B has one agent session, to prove i
 
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -242,3 +244,32 @@ async def build(database: Database, url: str, settings: Settings) -> AuditData:
         other_session = await _session(http, other, "other", len(OTHER_SCRIPT))
     assert chat.remaining == 0, "every scripted reply was used"
     return AuditData(url, tenant, other, billing, support, other_session)
+
+
+def session_with(data: AuditData, external_id: str, script: list[ScriptStep]) -> str:
+    """One more agent session of tenant A, committed for real with its own scripted model."""
+
+    async def work() -> str:
+        database = Database.from_url(data.url, pool_size=2)
+        chat = ScriptedChatModel(script)
+        app = create_app(
+            Settings(database_url=data.url, worker_enabled=False),
+            database=database,
+            generator=WorkingMemoryGenerator(chat, fallback="none"),
+        )
+        try:
+            async with (
+                LifespanManager(app) as manager,
+                httpx.AsyncClient(
+                    transport=httpx.ASGITransport(app=manager.app), base_url="http://workmem.test"
+                ) as http,
+            ):
+                made = await _session(http, data.tenant, external_id, len(script))
+        finally:
+            await database.dispose()
+        assert chat.remaining == 0, "every scripted reply was used"
+        return made
+
+    # Its own event loop, in a thread: the caller may be inside a running one.
+    with ThreadPoolExecutor(max_workers=1) as thread:
+        return thread.submit(asyncio.run, work()).result()
