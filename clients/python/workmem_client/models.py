@@ -56,6 +56,13 @@ class MessageRead(BaseModel):
     metadata: dict[str, Any] | None
     created_at: datetime
     archived: bool
+    retracted_at: datetime | None = Field(
+        default=None,
+        description="when its agent retracted it: left out of the context; null if it was not",
+    )
+    redacted_at: datetime | None = Field(
+        default=None, description="when its content was replaced by [redacted]; null if it was not"
+    )
 
 
 class AppendResult(BaseModel):
