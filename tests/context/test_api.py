@@ -331,8 +331,10 @@ async def test_small_budgets_cut_the_summary_in_order_and_say_so(
         # The title is shorter than a cut marker, so cutting it would save nothing.
         ("section", "Files & Context"),
     ]
-    order = [(step.kind.value, step.section.value) for step in REDUCTION_ORDER]
-    assert [order.index(cut) for cut in cuts] == sorted(order.index(cut) for cut in cuts)
+    # The cuts are taken in the reduction order (a step may repeat a kind and section with a
+    # smaller keep, as Key Facts' halvings do).
+    order = iter((step.kind.value, step.section.value) for step in REDUCTION_ORDER)
+    assert all(cut in order for cut in cuts)
     assert tight["messages"][-1] == user("status?")
 
 

@@ -258,7 +258,10 @@ EXPECTED_ORDER = [
     (CutKind.ITEMS, Section.KEY_FACTS, 15),
     (CutKind.SECTION, Section.SESSION_TITLE, 1),
     (CutKind.SECTION, Section.FILES, 21),  # the 20 kept items and the cut marker
-    (CutKind.SECTION, Section.KEY_FACTS, 26),
+    (CutKind.ITEMS, Section.KEY_FACTS, 13),  # the newest 12 kept
+    (CutKind.ITEMS, Section.KEY_FACTS, 6),  # the newest 6 kept
+    (CutKind.ITEMS, Section.KEY_FACTS, 3),  # the newest 3 kept
+    (CutKind.SECTION, Section.KEY_FACTS, 4),  # the 3 kept items and the cut marker
     (CutKind.SECTION, Section.TASK_AND_GOALS, 2),
     (CutKind.SECTION, Section.CURRENT_STATE, 1),
     (CutKind.SECTION, Section.ERRORS, 1),
@@ -326,6 +329,27 @@ def test_item_cuts_keep_the_first_files_and_the_newest_facts() -> None:
     assert "fact number 16 about" in both.text
     assert "fact number 40 about" in both.text
     assert both.text.index("[cut: 15 older items") < both.text.index("fact number 16 about")
+
+
+@pytest.mark.parametrize(
+    ("halvings", "kept", "marker"),
+    [(1, 12, "[cut: 28 older items"), (2, 6, "[cut: 34 older items"),
+     (3, 3, "[cut: 37 older items")],
+)  # fmt: skip
+def test_key_facts_lose_their_oldest_items_before_the_whole_section(
+    halvings: int, kept: int, marker: str
+) -> None:
+    sections = full_sections()
+    layer = summarise_sections(sections, 100_000, count_tokens).tokens
+    summary = summarise_sections(sections, layer, count_tokens)
+    while len([c for c in summary.cuts if c.section is Section.KEY_FACTS]) < 1 + halvings:
+        layer = summary.tokens - 1
+        summary = summarise_sections(sections, layer, count_tokens)
+    assert summary.text is not None
+    assert marker in summary.text, "the marker counts every older item cut so far"
+    assert summary.text.count("older items") == 1, "one marker, however many cuts"
+    facts = [n for n in range(1, 41) if f"fact number {n} about" in summary.text]
+    assert facts == list(range(41 - kept, 41))
 
 
 def test_steps_with_nothing_to_cut_are_skipped() -> None:
