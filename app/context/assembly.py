@@ -180,7 +180,10 @@ def assemble(
     text, hint_tokens, hint_omitted = fitting(
         hint.with_summary if working_memory is not None else hint.without_summary
     )
-    layer = max(0, min(budget.wm_layer, usable - hint_tokens - forced_tokens))
+    # The unsummarised messages come before the summary: they are truncation's own newest
+    # messages, and no summary holds them. The summary takes the room they leave.
+    raw_tokens = max(forced_tokens, fit_units(units, usable - hint_tokens).tokens)
+    layer = max(0, min(budget.wm_layer, usable - hint_tokens - raw_tokens))
     pinned = pinned_block(pins, layer, counter)
     # A pin is left out only when nothing of the summary could be sent beside the pins.
     layer = layer - pinned.tokens if not pinned.left_out else 0
@@ -188,10 +191,14 @@ def assemble(
     wm_tokens = summary.tokens if summary is not None else 0
     if summary is not None and summary.text is None and not hint_omitted:
         text, hint_tokens, hint_omitted = fitting(hint.without_summary)
-    if text and summary is not None and summary.cuts:
+    if text and working_memory is not None and summary is not None and summary.cuts:
+        # The note that explains the cuts takes its room from the summary's layer, never from
+        # the unsummarised messages.
         noted = f"{text} {CUT_NOTE}"
         noted_tokens = counter(noted)
-        if noted_tokens + wm_tokens + pinned.tokens + forced_tokens <= usable:
+        shorter = summarise(working_memory, layer - (noted_tokens - hint_tokens), counter)
+        if shorter.text is not None:
+            summary, wm_tokens = shorter, shorter.tokens
             text, hint_tokens = noted, noted_tokens
     head_tokens = hint_tokens + wm_tokens + pinned.tokens
     room = max(0, min(usable // RECALL_SHARE, usable - head_tokens - forced_tokens))

@@ -73,16 +73,18 @@ def test_reply_reserve(budget: int, reserved: int) -> None:
 @pytest.mark.parametrize(
     ("budget", "reserve", "usable", "layer"),
     [
-        (1_000, None, 500, 250),
-        (20_000, None, 10_000, 5_000),
+        # The layer is all of the usable budget up to the cap; the unsummarised messages take
+        # their room from it first (assembly).
+        (1_000, None, 500, 500),
+        (20_000, None, 10_000, 8_000),
         (128_000, None, 108_000, 8_000),  # the familiar 8k layer
         (200_000, None, 170_000, 8_000),
-        (16_000, 0, 16_000, 8_000),  # layer: half of usable meets the cap exactly
-        (15_999, 0, 15_999, 7_999),
-        (16_002, 0, 16_002, 8_000),
-        (1_000, 0, 1_000, 500),
-        (1_000, 999, 1, 0),
-        (10, 3, 7, 3),
+        (8_000, 0, 8_000, 8_000),  # usable meets the cap exactly
+        (7_999, 0, 7_999, 7_999),
+        (8_001, 0, 8_001, 8_000),
+        (1_000, 0, 1_000, 1_000),
+        (1_000, 999, 1, 1),
+        (10, 3, 7, 7),
     ],
 )
 def test_usable_budget_and_layer(budget: int, reserve: int | None, usable: int, layer: int) -> None:
@@ -508,12 +510,12 @@ def test_the_newest_user_message_outranks_the_summary() -> None:
     tight = assemble(
         Budget(1_000, 500), window, working_memory=source, hint=same_hint(""), counter=count_tokens
     )
-    assert tight.wm_layer == 500 - 300, "the user message takes its share before the summary"
+    assert tight.wm_layer == 500 - 320, "the unsummarised messages take their room first"
     assert tight.summary is not None
     assert tight.summary.text is not None
     assert tight.summary.cuts
-    assert tight.wm_tokens <= 200
-    assert 3 in tight.included_seqs
+    assert tight.wm_tokens <= 180
+    assert tight.included_seqs == (1, 2, 3)
     assert tight.total <= 500
     noted = assemble(
         Budget(1_000, 500),
