@@ -25,6 +25,10 @@ from app.pins.records import Pin
 from app.sessions.records import StoredMessage
 from app.wm.tokens import TokenCounter
 
+SUMMARY_FLOOR_SHARE: Final = 4
+"""The summary may always take a quarter of the usable budget (within its layer), however many
+unsummarised messages would fill it."""
+
 CUT_NOTE: Final = (
     'Parts of the summary marked "[cut ...]" were shortened to fit the token budget; the same '
     "session's /working-memory path returns them in full."
@@ -180,13 +184,16 @@ def assemble(
     text, hint_tokens, hint_omitted = fitting(
         hint.with_summary if working_memory is not None else hint.without_summary
     )
-    # The unsummarised messages come before the summary: they are truncation's own newest
-    # messages, and no summary holds them. The summary takes the room they leave.
-    raw_tokens = max(forced_tokens, fit_units(units, usable - hint_tokens).tokens)
-    layer = max(0, min(budget.wm_layer, usable - hint_tokens - raw_tokens))
+    layer = max(0, min(budget.wm_layer, usable - hint_tokens - forced_tokens))
     pinned = pinned_block(pins, layer, counter)
     # A pin is left out only when nothing of the summary could be sent beside the pins.
     layer = layer - pinned.tokens if not pinned.left_out else 0
+    # Pins aside, the unsummarised messages come before the summary: they are truncation's own
+    # newest messages, and no summary holds them. The summary takes the room they leave, and
+    # never less than its floor: a long tail not yet committed must not hide all older history.
+    room = usable - hint_tokens - pinned.tokens
+    raw_tokens = max(forced_tokens, fit_units(units, room).tokens)
+    layer = max(0, min(layer, max(usable // SUMMARY_FLOOR_SHARE, room - raw_tokens)))
     summary = None if working_memory is None else summarise(working_memory, layer, counter)
     wm_tokens = summary.tokens if summary is not None else 0
     if summary is not None and summary.text is None and not hint_omitted:

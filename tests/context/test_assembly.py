@@ -549,6 +549,36 @@ def test_the_newest_user_message_outranks_the_summary() -> None:
     assert alone.omitted == ((1, 2),)
 
 
+@pytest.mark.parametrize(
+    ("tail", "layer", "sent"),
+    [
+        # The unsummarised messages take their room first; the summary gets what they leave.
+        ([100, 100, 100], 700, (1, 2, 3)),
+        ([100, 200, 300], 400, (1, 2, 3)),
+        # Never less than a quarter of the budget: the oldest unsummarised messages give way.
+        ([200, 300, 400], 250, (2, 3)),
+        ([300, 300, 600], 250, (3,)),
+        # The newest user message goes in before anything else, the floor included.
+        ([10, 10, 990], 10, (2, 3)),
+    ],
+)
+def test_the_summary_takes_the_room_the_unsummarised_messages_leave(
+    tail: list[int], layer: int, sent: tuple[int, ...]
+) -> None:
+    window = Window(candidates(["u", "a", "u"], tail), floor_seq=0, last_seq=3)
+    assembly = assemble(
+        Budget(1_000, 0),
+        window,
+        working_memory=summarised(full_sections()),
+        hint=same_hint(""),
+        counter=count_tokens,
+    )
+    assert assembly.wm_layer == layer
+    assert assembly.wm_tokens <= layer
+    assert assembly.included_seqs == sent
+    assert assembly.total <= 1_000 or assembly.over_budget
+
+
 def test_a_summary_left_out_switches_the_hint_to_the_text_that_says_so() -> None:
     window = Window(candidates(["a", "u"], [10, 480]), floor_seq=0, last_seq=2)
     source = summarised(full_sections())
