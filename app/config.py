@@ -30,6 +30,12 @@ class Settings(BaseSettings):
         description="the schema owner's URL, for migrations and auditor logins (`workmem db …`, "
         "`workmem auditors …`); never used by serve or worker",
     )
+    service_key: SecretStr | None = Field(
+        default=None,
+        description="the key of the service's own work across tenants (workers, maintenance, "
+        "operator commands); `workmem db upgrade` registers its digest. Unset on the embedded "
+        "database: kept in $WORKMEM_HOME/service.key",
+    )
     app_db_password: SecretStr | None = Field(
         default=None,
         description="`workmem db upgrade` sets it as workmem_app's login password",
@@ -65,6 +71,19 @@ class Settings(BaseSettings):
         "(the archive is retried with backoff, then fails)",
     )
     llm_max_input_tokens: int = Field(default=24_000, ge=1_000)
+    llm_breaker_failures: int = Field(
+        default=3,
+        ge=1,
+        le=100,
+        description="consecutive failed model calls (timeouts, 429, 5xx) that open the "
+        "provider's circuit: calls then fall back at once",
+    )
+    llm_breaker_cooldown_s: float = Field(
+        default=60.0,
+        gt=0,
+        le=3600,
+        description="how long an open circuit refuses model calls before one probes again",
+    )
 
     guard_key_facts_max_items: int = Field(default=25, ge=1)
     guard_key_facts_max_tokens: int = Field(default=1500, ge=1)
@@ -128,6 +147,28 @@ class Settings(BaseSettings):
         ge=64 * 1024,
         description="largest request body, enforced while it is read (413 beyond)",
     )
+    http_header_timeout_s: float = Field(
+        default=10.0,
+        gt=0,
+        le=300,
+        description="a connection whose request line and headers are not whole this long after "
+        "it opened (or after the previous response) is closed",
+    )
+    http_max_header_bytes: int = Field(
+        default=64 * 1024,
+        ge=4 * 1024,
+        le=1024 * 1024,
+        description="a connection whose pending request line and headers pass this is closed",
+    )
+    http_max_connections: int = Field(
+        default=1000,
+        ge=1,
+        le=100_000,
+        description="client connections one server process holds; one more is closed at once",
+    )
+    http_keep_alive_s: float = Field(
+        default=5.0, gt=0, le=300, description="an idle keep-alive connection is closed after this"
+    )
     body_idle_timeout_s: float = Field(
         default=10.0, gt=0, description="408 when a request body stops arriving this long"
     )
@@ -160,9 +201,6 @@ class Settings(BaseSettings):
     quota_agent_sessions: int = Field(
         default=0, ge=0, description="agent sessions a tenant may hold; 0 = off"
     )
-    quota_refresh_s: float = Field(
-        default=10.0, gt=0, description="how often a process rereads a tenant's usage"
-    )
     # --- webhooks (DESIGN 19): the delivery loop and its destinations ---------------------------
     webhooks_delivery: bool = Field(
         default=True,
@@ -173,6 +211,13 @@ class Settings(BaseSettings):
         default=False,
         description="allow destinations that resolve to loopback, private or link-local "
         "addresses (off: only public addresses are called)",
+    )
+    webhooks_max_subscriptions: int = Field(
+        default=25,
+        ge=1,
+        le=10_000,
+        description="webhook subscriptions a tenant may hold (each event is one delivery per "
+        "subscription)",
     )
     webhooks_timeout_s: float = Field(default=10.0, gt=0, le=300)
     webhooks_max_attempts: int = Field(default=8, ge=1, le=100)

@@ -10,10 +10,13 @@ wait cancelled by Postgres) or ``DatabaseConflict`` (a deadlock, a serialization
 from __future__ import annotations
 
 import asyncio
+import logging
+import os
+import time
 import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, ClassVar, cast
 
@@ -33,6 +36,8 @@ from sqlalchemy.orm import DeclarativeBase, ORMExecuteState, Session
 
 from app.config import Settings
 from app.errors import DatabaseConflict, DatabaseTimeout, Unavailable
+
+logger = logging.getLogger(__name__)
 
 APP_ROLE = "workmem_app"
 """The service's login role: no superuser, no BYPASSRLS (created by the first revisions)."""
@@ -152,13 +157,72 @@ def is_unavailable(error: BaseException) -> bool:
 
 # set_config(..., true) is SET LOCAL: the setting ends with the transaction, so a pooled
 # connection never carries one tenant into the next request. The login role itself is the
-# application's (never a superuser, never BYPASSRLS): no role is switched per request.
-_SET_TENANT = "SELECT set_config('app.tenant_id', %(tenant_id)s, true)"
+# application's (never a superuser, never BYPASSRLS): no role is switched per request. What is
+# set is a tenant *token*, signed by the database (docs/operations.md, "Tenant tokens"): row-level
+# security reads the tenant from it, and no SQL of this login can forge one.
+_ENTER_TENANT = "SELECT set_config('app.tenant_token', %(token)s, true)"
+_SIGN_AND_ENTER = """
+SELECT set_config('app.tenant_token',
+                  coalesce(workmem_tenant_token(%(tenant_id)s, %(service_key)s), ''), true)
+"""
+_SET_SERVICE_KEY = "SELECT set_config('app.service_key', %(service_key)s, true)"
+_AS_TENANT = """
+SELECT set_config('app.tenant_token', coalesce(workmem_tenant_token(:tenant_id), ''), true)
+"""
+
+SERVICE_KEY_VARIABLE = "WORKMEM_SERVICE_KEY"
+_RENEW_S = 120
+"""A token is renewed when it has less than this left (the database gives 15 minutes)."""
+
+
+def token_expiry(token: str) -> float:
+    """The expiry written in a token (``<tenant>.<expiry>.<mac>``); 0 when unreadable."""
+    parts = token.split(".")
+    return float(parts[1]) if len(parts) == 3 and parts[1].isdigit() else 0.0
+
+
+@dataclass(slots=True)
+class TenantTokens:
+    """The tenant tokens this process holds, by tenant (from authentication or the service
+    key). Tokens are tenant ids with the database's MAC: holding one for a tenant grants that
+    tenant only, and the process already acts for it."""
+
+    _tokens: dict[uuid.UUID, str] = field(default_factory=dict)
+
+    def get(self, tenant_id: uuid.UUID) -> str | None:
+        token = self._tokens.get(tenant_id)
+        if token is None or token_expiry(token) - time.time() < _RENEW_S:
+            return None
+        return token
+
+    def put(self, tenant_id: uuid.UUID, token: str | None) -> None:
+        if token:
+            if len(self._tokens) > 100_000:
+                self._tokens.clear()
+            self._tokens[tenant_id] = token
+
+
+TENANT_TOKENS = TenantTokens()
+"""One per process: an append on the autocommit pool finds the token its request was given."""
+
+
+def token_for(tenant_id: uuid.UUID) -> str:
+    """The held token of ``tenant_id``, or "" (which sees nothing)."""
+    return TENANT_TOKENS.get(tenant_id) or ""
+
+
+async def as_tenant(db: AsyncSession, tenant_id: uuid.UUID) -> None:
+    """Enter ``tenant_id`` inside a service transaction (``Database.unscoped`` with the service
+    key): the database signs the token itself."""
+    await db.execute(text(_AS_TENANT), {"tenant_id": tenant_id})
+
 
 _PRIVILEGED_LOGIN = """
 SELECT rolname, rolsuper, rolbypassrls FROM pg_roles WHERE rolname = current_user
 """
 
+
+_HAS_KEYRING = "SELECT to_regprocedure('public.workmem_is_service(text)') IS NOT NULL"
 
 ConnectHook = Callable[[psycopg.AsyncConnection[Any]], None]
 
@@ -243,6 +307,7 @@ class Database:
     conninfo: str
     on_connect: ConnectHook | None = None
     bounds: Bounds = Bounds()
+    service_key: str | None = None
 
     @classmethod
     def from_url(
@@ -252,8 +317,11 @@ class Database:
         pool_size: int = 10,
         on_connect: ConnectHook | None = None,
         bounds: Bounds | None = None,
+        service_key: str | None = None,
     ) -> Database:
-        """``on_connect`` runs on every new connection of all three kinds (instrumentation)."""
+        """``on_connect`` runs on every new connection of all three kinds (instrumentation).
+        ``service_key`` (default: ``WORKMEM_SERVICE_KEY``) is what work across tenants takes:
+        workers, maintenance, operator commands (docs/operations.md)."""
         bounds = bounds or Bounds()
         engine = create_engine(url, pool_size=pool_size, bounds=bounds)
         if on_connect is not None:
@@ -284,6 +352,7 @@ class Database:
             conninfo,
             on_connect,
             bounds,
+            service_key or os.environ.get(SERVICE_KEY_VARIABLE) or None,
         )
 
     async def _begin(self, db: AsyncSession) -> None:
@@ -294,11 +363,24 @@ class Database:
 
     @asynccontextmanager
     async def tenant(self, tenant_id: uuid.UUID) -> AsyncIterator[AsyncSession]:
-        """One transaction with ``app.tenant_id`` set: row-level security applies to all SQL."""
+        """One transaction under ``tenant_id``'s token: row-level security applies to all SQL.
+
+        The token is the one authentication gave, or one the database signs for the service
+        key; without either the transaction sees no row."""
         try:
             async with self.sessions.begin() as db:
                 await self._begin(db)
-                await (await driver(db)).execute(_SET_TENANT, {"tenant_id": str(tenant_id)})
+                connection = await driver(db)
+                token = TENANT_TOKENS.get(tenant_id)
+                if token is not None:
+                    await connection.execute(_ENTER_TENANT, {"token": token})
+                else:
+                    minted = await connection.execute(
+                        _SIGN_AND_ENTER,
+                        {"tenant_id": str(tenant_id), "service_key": self.service_key or ""},
+                    )
+                    row = await minted.fetchone()
+                    TENANT_TOKENS.put(tenant_id, row[0] if row else None)
                 yield db
         except _TRANSLATED as error:
             raise translate(error) from error
@@ -307,16 +389,27 @@ class Database:
     async def unscoped(self) -> AsyncIterator[AsyncSession]:
         """A transaction with no tenant: every tenant table shows no row in it.
 
-        Only the privileged functions of ``docs/operations.md`` see across tenants from here
-        (API-key lookup, the operator's tenants and keys, the archive claim, re-queueing, the
-        tenant list of maintenance jobs, readiness); nothing else has a reason to use it.
+        It carries the service key when the process has one (``app.service_key``, local to the
+        transaction), which the privileged functions of ``docs/operations.md`` that act across
+        tenants require (the operator's tenants and keys, the archive claim, re-queueing, the
+        tenant list of maintenance jobs); authentication and readiness need none.
         """
         try:
             async with self.sessions.begin() as db:
                 await self._begin(db)
+                if self.service_key:
+                    await (await driver(db)).execute(
+                        _SET_SERVICE_KEY, {"service_key": self.service_key}
+                    )
                 yield db
         except _TRANSLATED as error:
             raise translate(error) from error
+
+    async def ensure_token(self, tenant_id: uuid.UUID) -> None:
+        """Hold a token for ``tenant_id`` (for the append path, whose statements carry it)."""
+        if TENANT_TOKENS.get(tenant_id) is None:
+            async with self.tenant(tenant_id):
+                pass
 
     async def open(self) -> None:
         """Start the autocommit pool (the engine connects on first use by itself)."""
@@ -350,13 +443,24 @@ class Database:
             yield connection
 
     async def check_login(self) -> None:
-        """Refuse a login that row-level security would not restrict."""
+        """Refuse a login that row-level security would not restrict; warn when the process
+        has no valid service key (its work across tenants would be refused)."""
         async with self.unscoped() as db:
             name, superuser, bypass = (await db.execute(text(_PRIVILEGED_LOGIN))).one()
+            # Before the tenant-token revision (the schema not migrated yet) there is no key.
+            service = None
+            if await db.scalar(text(_HAS_KEYRING)):
+                service = await db.scalar(text("SELECT workmem_is_service()"))
         if superuser or bypass:
             raise PrivilegedLogin(
                 f"the database login {name!r} is a superuser or bypasses row-level security; "
                 "the service must log in as workmem_app (see docs/operations.md)"
+            )
+        if service is False:
+            logger.warning(
+                "no valid service key (%s): archive jobs, webhook deliveries and maintenance "
+                "will do nothing; see docs/operations.md, Tenant tokens",
+                SERVICE_KEY_VARIABLE,
             )
 
     async def dispose(self) -> None:

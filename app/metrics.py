@@ -59,6 +59,27 @@ MODEL_CALLS = Histogram(
 MODEL_ERRORS = Counter(
     "workmem_model_call_errors_total", "Failed model calls, by error code", ["code"]
 )
+MODEL_CIRCUIT_OPEN = Gauge(
+    "workmem_model_circuit_open",
+    "1 while the model provider's circuit is open (calls fall back at once), else 0",
+    ["provider"],
+)
+MODEL_CIRCUIT_TRANSITIONS = Counter(
+    "workmem_model_circuit_transitions_total",
+    "Changes of the model provider's circuit, by the state entered",
+    ["provider", "state"],
+)
+MODEL_CIRCUIT_REFUSED = Counter(
+    "workmem_model_circuit_refused_total",
+    "Model calls not made because the provider's circuit was open",
+    ["provider"],
+)
+CONNECTIONS_CLOSED = Counter(
+    "workmem_http_connections_closed_total",
+    "Client connections the server closed before a request: header_timeout, "
+    "header_too_large, connection_cap",
+    ["reason"],
+)
 POOL_CONNECTIONS = Gauge(
     "workmem_db_pool_connections",
     "Database connections of this process, by pool (transactions, appends) and state",

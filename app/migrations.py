@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from functools import lru_cache
 from pathlib import Path
 
@@ -32,7 +33,30 @@ def head_revision() -> str | None:
 
 
 def upgrade(url: str, revision: str = "head") -> None:
+    """Migrate as the schema owner; then register ``WORKMEM_SERVICE_KEY``, when it is set."""
     command.upgrade(alembic_config(url), revision)
+    service_key = os.environ.get("WORKMEM_SERVICE_KEY")
+    if service_key:
+        register_service_key(url, service_key)
+
+
+def register_service_key(admin_url: str, service_key: str) -> bool:
+    """Store the digest of the key that work across tenants takes (the schema owner's right);
+    False when the schema has no keyring yet (below the tenant-token revision)."""
+    import psycopg
+
+    from app.db import libpq_url
+
+    with psycopg.connect(libpq_url(admin_url), autocommit=True) as connection:
+        found = connection.execute("SELECT to_regclass('public.workmem_keyring')").fetchone()
+        if found is None or found[0] is None:
+            return False
+        connection.execute(
+            "UPDATE workmem_keyring"
+            " SET service_key_sha256 = encode(sha256(convert_to(%s, 'UTF8')), 'hex')",
+            (service_key,),
+        )
+    return True
 
 
 def downgrade(url: str, revision: str) -> None:

@@ -6,10 +6,14 @@ Used by the app's lifespan and by ``workmem worker``; holds no feature logic.
 
 from __future__ import annotations
 
+import time
+from urllib.parse import urlsplit
+
 from app.archives.generation import WorkingMemoryGenerator
 from app.archives.worker import ArchiveWorker, WorkerConfig
 from app.config import Settings
 from app.db import Database
+from app.llm.breaker import BreakerChatModel, BreakerConfig, CircuitBreaker
 from app.llm.instrumented import InstrumentedChatModel
 from app.llm.ports import ChatModel
 from app.memories.embedding import Embedder
@@ -27,14 +31,26 @@ def build_generator(settings: Settings) -> WorkingMemoryGenerator:
     if settings.use_openai:
         from app.llm.openai_provider import OpenAIChatModel
 
-        chat = InstrumentedChatModel(
-            OpenAIChatModel(
-                base_url=settings.llm_base_url or "https://api.openai.com/v1",
-                api_key=settings.llm_api_key.get_secret_value() if settings.llm_api_key else "",
-                model=settings.llm_model,
-                timeout_s=settings.llm_timeout_s,
-                max_retries=settings.llm_max_retries,
-            )
+        base_url = settings.llm_base_url or "https://api.openai.com/v1"
+        # The breaker is outside the counting wrapper: a call it refuses was never made.
+        chat = BreakerChatModel(
+            InstrumentedChatModel(
+                OpenAIChatModel(
+                    base_url=base_url,
+                    api_key=settings.llm_api_key.get_secret_value() if settings.llm_api_key else "",
+                    model=settings.llm_model,
+                    timeout_s=settings.llm_timeout_s,
+                    max_retries=settings.llm_max_retries,
+                )
+            ),
+            CircuitBreaker(
+                BreakerConfig(
+                    failures=settings.llm_breaker_failures,
+                    cooldown_s=settings.llm_breaker_cooldown_s,
+                ),
+                time.monotonic,
+            ),
+            provider=urlsplit(base_url).hostname or "openai",
         )
     return WorkingMemoryGenerator(
         chat,

@@ -2,7 +2,7 @@
 pending tokens pass a threshold, and each model call sends the context workmem assembles.
 
 Plain Python: the ``openai`` SDK for the model (any OpenAI-compatible endpoint) and workmem's own
-typed client (``app.client.AsyncWorkmemClient``). The model gets one tool, ``read_archive``, to
+typed client (``workmem_client.AsyncWorkmemClient``). The model gets one tool, ``read_archive``, to
 fetch exact older messages when the summary is not enough. Run it against ``workmem serve``, one
 user message per input line:
 
@@ -29,7 +29,7 @@ from openai.types.chat import (
     ChatCompletionMessageParam,
 )
 
-from app.client import AsyncWorkmemClient, WorkmemError
+from workmem_client import AsyncWorkmemClient, WorkmemError
 
 READ_ARCHIVE: ChatCompletionFunctionToolParam = {
     "type": "function",

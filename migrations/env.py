@@ -32,6 +32,16 @@ def database_url() -> str:
     return start_embedded(settings.embedded_data_dir).url()
 
 
+# Tables the service never maps: the keyring is read by the definer functions alone.
+UNMAPPED = frozenset({"workmem_keyring"})
+
+
+def include_object(
+    _object: object, name: str | None, type_: str, reflected: bool, _compare_to: object
+) -> bool:
+    return not (type_ == "table" and reflected and name in UNMAPPED)
+
+
 def run_migrations() -> None:
     engine = create_engine(database_url(), poolclass=pool.NullPool)
     with engine.connect() as connection:
@@ -39,6 +49,7 @@ def run_migrations() -> None:
             connection=connection,
             target_metadata=Base.metadata,
             compare_type=True,
+            include_object=include_object,
             transaction_per_migration=True,
         )
         with context.begin_transaction():

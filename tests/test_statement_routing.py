@@ -7,8 +7,9 @@ grouped), a retraction, commits, archive processing (with its webhook outbox row
 (with pins and clearing), expand, working memory and history, pins, history search, listing and
 deletion, idempotent retries, quotas, a tenant admin's keys, webhook subscriptions and their
 deliveries, across two tenants, and checks each: a ``tenant_id`` equality or insert whose values
-are all one tenant, the per-transaction tenant setup, the append function (called with its
-tenant), or one of the listed privileged functions and connection-level statements.
+are all one tenant, the per-transaction tenant setup and the append function (both named by
+their tenant token), the quota lock (called with its tenant), or one of the listed privileged
+functions and connection-level statements.
 """
 
 from __future__ import annotations
@@ -27,34 +28,34 @@ from app.db import Database
 from app.main import create_app
 from tests.conftest import TenantKeys, make_tenant
 from tests.support.postgres import PostgresForTests
+from tests.support.privileged import documented
 from tests.support.statements import Statement, StatementLog
-from tests.test_privileged_paths import documented
 
 TENANT_PARAM = re.compile(r"tenant_id\s*=\s*%\((\w+)\)s")
 INSERT_COLUMNS = re.compile(r"^INSERT INTO (\w+)(?: AS \w+)? \(([^)]*)\)")
 CALL = re.compile(r"\b(workmem_[a-z_]+)\(")
 # Statements that touch no tenant table: the driver's and SQLAlchemy's connection setup, the
-# login check, the advisory lock of the in-process worker and its liveness probe.
+# login check, the advisory lock of the in-process worker and its liveness probe, the service
+# key of a service transaction and a statement's own time bound.
 CONNECTION_LEVEL = re.compile(
     r"^(?:select pg_catalog\.version\(\)|select current_schema\(\)|show \w+|"
     r"select pg_catalog\.pg_type\.|SELECT rolname, rolsuper, rolbypassrls FROM pg_roles|"
-    r"SELECT pg_try_advisory_lock|SELECT 1$)",
+    r"SELECT pg_try_advisory_lock|SELECT 1$|SELECT set_config\('(?:app\.service_key|statement_timeout)')",
     re.IGNORECASE,
 )
 
 
-def tenants_named(statement: Statement) -> set[object] | None:
+def tenants_named(statement: Statement) -> set[str] | None:
     """The tenant values a statement filters or inserts by; None when it names none."""
     params = statement.params if isinstance(statement.params, dict) else {}
     names = TENANT_PARAM.findall(statement.sql)
     insert = INSERT_COLUMNS.match(statement.sql)
     if insert is not None and "tenant_id" in [c.strip() for c in insert.group(2).split(",")]:
         names.append("tenant_id")
-    if statement.sql.startswith("SELECT set_config('app.tenant_id'"):
-        names.append("tenant_id")
-    if not names:
-        return None
-    return {str(params[name]) for name in names}
+    tenants = {str(params[name]) for name in names}
+    if "token" in params:  # the tenant token's first part is its tenant
+        tenants.add(str(params["token"]).split(".", 1)[0])
+    return tenants or None
 
 
 @pytest.fixture
@@ -195,7 +196,7 @@ async def test_every_statement_is_routed_by_one_tenant(recorded: list[Statement]
             exempt += 1
             continue
         tenants = tenants_named(statement)
-        if "workmem_append" in called:
+        if "workmem_quota_lock" in called:
             params = statement.params if isinstance(statement.params, dict) else {}
             tenants = {str(params["tenant_id"])}
         assert tenants is not None, f"no tenant_id filter: {statement.sql}"

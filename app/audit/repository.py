@@ -15,6 +15,7 @@ from datetime import datetime
 from sqlalchemy import column, delete, select, table, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.db import as_tenant
 from app.models import AuditorLogin
 from app.tenancy.principal import Scope
 
@@ -88,10 +89,7 @@ class AuditRepository:
 
 async def _as_tenant(db: AsyncSession, tenant_id: uuid.UUID) -> None:
     # auditor_logins forces row-level security on its owner too: read and write as the tenant.
-    await db.execute(
-        text("SELECT set_config('app.tenant_id', :tenant_id, true)"),
-        {"tenant_id": str(tenant_id)},
-    )
+    await as_tenant(db, tenant_id)
 
 
 async def _run_formatted(db: AsyncSession, template: str, **values: str) -> None:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import secrets
 import stat
 import sys
 from collections.abc import Awaitable, Callable, Coroutine
@@ -16,11 +18,14 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import typer
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError
 
 from app import migrations
 from app.config import Settings
-from app.db import Bounds, Database, login_url
+from app.db import SERVICE_KEY_VARIABLE, Bounds, Database, login_url
 from app.embedded import EmbeddedPostgres, start_embedded
+from app.errors import Unavailable
 from app.tenancy import service as tenancy
 from app.tenancy.principal import Role
 
@@ -64,6 +69,7 @@ def runtime(settings: Settings | None = None, *, migrate: bool = True) -> Runtim
     settings = settings or Settings()
     if settings.database_url:
         return Runtime(settings, settings.database_url, settings.admin_database_url, None)
+    local_service_key(settings)
     embedded = start_embedded(settings.embedded_data_dir)
     admin = embedded.url()
     # The embedded database is the service's own: every command finds it migrated (a no-op at
@@ -73,6 +79,23 @@ def runtime(settings: Settings | None = None, *, migrate: bool = True) -> Runtim
         migrations.upgrade(admin)
     url = login_url(admin)
     return Runtime(settings.model_copy(update={"database_url": url}), url, admin, embedded)
+
+
+def local_service_key(settings: Settings) -> None:
+    """The embedded database's service key: configured, else kept beside its data (created
+    once, readable by its owner only). Set in the environment, so that every connection of this
+    process and of the processes it starts carries it."""
+    if settings.service_key is not None or os.environ.get(SERVICE_KEY_VARIABLE):
+        if settings.service_key is not None:
+            os.environ[SERVICE_KEY_VARIABLE] = settings.service_key.get_secret_value()
+        return
+    path = settings.home / "service.key"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(descriptor, "w") as file:
+            file.write(secrets.token_urlsafe(32))
+    os.environ[SERVICE_KEY_VARIABLE] = path.read_text().strip()
 
 
 def run_db(work: Callable[[Database], Awaitable[T]], url: str) -> T:
@@ -87,7 +110,27 @@ def run_db(work: Callable[[Database], Awaitable[T]], url: str) -> T:
         finally:
             await database.dispose()
 
-    return asyncio.run(_as_coroutine(main))
+    try:
+        return asyncio.run(_as_coroutine(main))
+    except Unavailable as error:
+        raise CliError(unreachable_database(url, error)) from None
+
+
+def unreachable_database(url: str, error: BaseException) -> str:
+    """One line: which database (never its password), what the driver said, what to do."""
+    cause: BaseException = error
+    while cause.__cause__ is not None or cause.__context__ is not None:
+        cause = cause.__cause__ or cause.__context__  # type: ignore[assignment]
+    said = str(getattr(cause, "orig", None) or cause).strip()
+    said = said.splitlines()[0] if said else type(cause).__name__
+    try:
+        where = make_url(url).render_as_string(hide_password=True)
+    except ArgumentError:
+        where = "of DATABASE_URL"
+    return (
+        f"cannot reach the database {where}: {said}; check DATABASE_URL (or "
+        "WORKMEM_ADMIN_DATABASE_URL) and that Postgres is running there"
+    )
 
 
 async def _as_coroutine(factory: Callable[[], Coroutine[Any, Any, T]]) -> T:

@@ -1,4 +1,5 @@
-"""``workmem mcp``: workmem's tools for MCP hosts (the ``mcp`` extra)."""
+"""``workmem mcp``: an alias of ``workmem-mcp``, the MCP server of the ``workmem-client``
+distribution (installed with its ``mcp`` extra)."""
 
 from __future__ import annotations
 
@@ -20,14 +21,15 @@ def mcp_server(
     host: Annotated[str, typer.Option(help="bind address of --http")] = "127.0.0.1",
     port: Annotated[int, typer.Option(min=1, max=65535, help="port of --http")] = 8765,
 ) -> None:
-    """Serve workmem's tools and working memory to an MCP host, on stdio (or --http). The
-    deployment and key come from WORKMEM_URL and WORKMEM_API_KEY (WORKMEM_SESSION: a default
-    agent session)."""
+    """Serve workmem's tools and working memory to an MCP host, on stdio (or --http): the same
+    as workmem-mcp. The deployment and key come from WORKMEM_URL and WORKMEM_API_KEY
+    (WORKMEM_SESSION: a default agent session)."""
     try:
-        from app.mcp.command import MissingApiKey, run
+        from workmem_client.mcp.command import MissingApiKey, run
     except ModuleNotFoundError as error:
         raise fail(
-            f"workmem mcp needs the mcp extra ({error.name} is missing): pip install 'workmem[mcp]'"
+            f"workmem mcp needs workmem-client with its mcp extra ({error.name} is missing): "
+            "pip install './clients/python[mcp]' from a checkout of workmem"
         ) from None
     try:
         run(http=http, host=host, port=port)

@@ -23,12 +23,16 @@ def _replay_client(url: str | None, key: str | None) -> Any:
     """A factory of the HTTP client a replay talks to: ``--url`` and ``--key`` for a running
     server; otherwise the service in this process on the configured database (the embedded one
     by default, with its local key)."""
-    from app.replay.target import ServiceTarget, in_process, remote
+    from app.replay.target import ServiceTarget, in_process, remote, unreachable
 
     if url is not None:
         if key is None:
             raise fail("--url needs --key: an API key of the tenant to replay into")
-        return lambda: remote(ServiceTarget(url, key))
+        target = ServiceTarget(url, key)
+        problem = unreachable(target)
+        if problem is not None:
+            raise fail(problem, 1)
+        return lambda: remote(target)
     resolved = runtime()
     if resolved.embedded is not None:
         upgrade_database(resolved)

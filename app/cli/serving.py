@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import errno
 import signal
+import socket
 from typing import Annotated, Any
 
 import typer
 
 from app.cli.base import (
+    CliError,
     cli,
     refuse_mismatched_embedder,
     run_db,
@@ -43,6 +46,8 @@ def serve(
     if port is not None:
         overrides["port"] = port
     settings = base.model_copy(update=overrides)
+    # A port another process holds fails here, in one line, before any database work.
+    refuse_busy_port(settings.host, settings.port)
     configure_logging(settings.log_level, as_json=settings.log_json)
     resolved = runtime(settings, migrate=False)
     if resolved.embedded is not None or migrate:
@@ -57,6 +62,25 @@ def serve(
     run_server(
         resolved.settings, workers=workers, embedded=resolved.embedded, app_factory=create_app
     )
+
+
+def refuse_busy_port(host: str, port: int) -> None:
+    """Bind the address the server will listen on, as it will, and let it go again."""
+    try:
+        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+    except socket.gaierror as error:
+        raise CliError(f"cannot listen on {host}: {error.strerror} (check --host)") from None
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as error:
+            if error.errno == errno.EADDRINUSE:
+                raise CliError(
+                    f"{host}:{port} is already in use (another workmem serve?): stop it, "
+                    "or choose another port with --port"
+                ) from None
+            raise CliError(f"cannot listen on {host}:{port}: {error.strerror}") from None
 
 
 @cli.command()

@@ -14,6 +14,7 @@ from typing import Any, Final
 # properties", so fields a client stored beside a message (a tool result's ``name``) stay home.
 _OUTGOING_KEYS: Final[Mapping[str, frozenset[str]]] = {
     "system": frozenset({"role", "content", "name"}),
+    "developer": frozenset({"role", "content", "name"}),
     "user": frozenset({"role", "content", "name"}),
     "assistant": frozenset(
         {"role", "content", "name", "tool_calls", "refusal", "audio", "function_call"}

@@ -19,6 +19,7 @@ from sqlalchemy import delete, select, text, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.db import token_for
 from app.models import IdempotencyKey
 
 
@@ -76,7 +77,7 @@ class IdempotencyRepository:
 # The append path's forms of the same statements (driver level: they run in the group commit's
 # transaction on the autocommit pool's connection, after the tenant setup of each one).
 
-_SET_TENANT = "SELECT set_config('app.tenant_id', %(tenant_id)s, true)"
+_SET_TENANT = "SELECT set_config('app.tenant_token', %(token)s, true)"
 _CLAIM = """
 INSERT INTO idempotency_keys (tenant_id, idempotency_key, request_sha256)
 VALUES (%(tenant_id)s, %(key)s, %(request_sha256)s)
@@ -101,7 +102,12 @@ async def start_claim(
 ) -> tuple[psycopg.AsyncCursor[Any], psycopg.AsyncCursor[Any]]:
     """Send the claim and the read of the key's row (in pipeline mode, with other statements);
     ``finish_claim`` reads what they found."""
-    values = {"tenant_id": str(tenant_id), "key": key, "request_sha256": request_sha256}
+    values = {
+        "tenant_id": str(tenant_id),
+        "token": token_for(tenant_id),
+        "key": key,
+        "request_sha256": request_sha256,
+    }
     await connection.execute(_SET_TENANT, values)
     claimed = await connection.execute(_CLAIM, values)
     row = await connection.execute(_GET, values)
@@ -129,7 +135,13 @@ async def send_answer(
     status_code: int,
     body: bytes,
 ) -> None:
-    values = {"tenant_id": str(tenant_id), "key": key, "status_code": status_code, "body": body}
+    values = {
+        "tenant_id": str(tenant_id),
+        "token": token_for(tenant_id),
+        "key": key,
+        "status_code": status_code,
+        "body": body,
+    }
     await connection.execute(_SET_TENANT, values)
     await connection.execute(_ANSWER, values)
 
@@ -137,7 +149,7 @@ async def send_answer(
 async def send_release(
     connection: psycopg.AsyncConnection[Any], tenant_id: uuid.UUID, key: str
 ) -> None:
-    values = {"tenant_id": str(tenant_id), "key": key}
+    values = {"tenant_id": str(tenant_id), "token": token_for(tenant_id), "key": key}
     await connection.execute(_SET_TENANT, values)
     await connection.execute(_RELEASE, values)
 

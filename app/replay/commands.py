@@ -25,7 +25,7 @@ from app.replay.console import ReplayProgress, render_replayed
 from app.replay.evaluation import EvalOptions
 from app.replay.run import ReplayError, Schedule, replay
 from app.replay.suite import NoDatasets, SuiteRun, run_on_throwaway, run_suite
-from app.replay.target import ServiceTarget, remote
+from app.replay.target import ServiceTarget, remote, unreachable
 
 ClientFactory = Callable[[], AbstractAsyncContextManager[httpx.AsyncClient]]
 
@@ -95,6 +95,8 @@ def run_replay(request: ReplayRequest, connect: ClientFactory, console: Console)
         asyncio.run(work())
     except ReplayError as error:
         raise CommandFailed(str(error), code=1) from None
+    except httpx.TransportError as error:
+        raise CommandFailed(lost(error), code=1) from None
     except KeyboardInterrupt:
         raise CommandFailed(
             "interrupted; what was appended and committed so far is kept", 130
@@ -152,10 +154,14 @@ def run_eval(
                 limit=request.limit,
             )
 
+    if target is not None and (problem := unreachable(target)) is not None:
+        raise CommandFailed(problem, code=1)
     try:
         run = asyncio.run(work())
     except (NoDatasets, ReplayError) as error:
         raise CommandFailed(str(error), code=1) from None
+    except httpx.TransportError as error:
+        raise CommandFailed(lost(error), code=1) from None
     budgets = request.options.budgets
     if markdown is not None:
         markdown.write_text(report.as_markdown(run.results, budgets, f"Retention ({generator})"))
@@ -164,3 +170,9 @@ def run_eval(
 
 def dumped(document: dict[str, Any]) -> str:
     return json.dumps(document, indent=2, ensure_ascii=False)
+
+
+def lost(error: httpx.TransportError) -> str:
+    """The server stopped answering midway: what was stored so far is kept."""
+    said = str(error) or type(error).__name__
+    return f"lost the server midway ({said}); what was appended and committed so far is kept"

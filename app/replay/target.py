@@ -38,6 +38,44 @@ def _headers(api_key: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {api_key}"}
 
 
+def unreachable(target: ServiceTarget) -> str | None:
+    """Why a replay cannot start against ``target``, as one line saying what to do; ``None``
+    when its ``/v1`` answers and takes the key."""
+    base = target.base_url.rstrip("/")
+    probe = f"{base}/v1/sessions"
+    try:
+        answer = httpx.get(
+            probe, params={"limit": 1}, headers=_headers(target.api_key), timeout=PROBE_TIMEOUT_S
+        )
+    except (httpx.InvalidURL, httpx.UnsupportedProtocol):
+        return f"--url {target.base_url} is not an http(s) address: e.g. http://127.0.0.1:8000"
+    except httpx.TransportError as error:
+        said = str(error) or type(error).__name__
+        return f"cannot reach {base} ({said}): start `workmem serve` there, or fix --url"
+    if answer.status_code == 404:
+        for suffix in ("/api/v1", "/v1"):
+            if base.endswith(suffix):
+                return (
+                    f"--url is the server's address without {suffix}: "
+                    f"--url {base.removesuffix(suffix)}"
+                )
+        return (
+            f"{base} serves no workmem API (404 on {probe}): --url is the address "
+            "`workmem serve` prints, e.g. http://127.0.0.1:8000"
+        )
+    if answer.status_code == 401:
+        return (
+            f"{base} refused the API key (401): pass --key with a key of that server "
+            "(`workmem keys create`, or the local-api-key file `workmem serve` names)"
+        )
+    if answer.status_code >= 400:
+        return f"{base} answered {answer.status_code} to GET /v1/sessions: is it a workmem server?"
+    return None
+
+
+PROBE_TIMEOUT_S: Final = 10.0
+
+
 @asynccontextmanager
 async def remote(target: ServiceTarget) -> AsyncIterator[httpx.AsyncClient]:
     async with httpx.AsyncClient(

@@ -10,12 +10,15 @@ from fastapi import APIRouter, Query, Response, status
 from pydantic import AfterValidator, BaseModel
 
 from app.config import Settings
-from app.deps import DatabaseDep, GroupCommitDep, LimitsDep, RequestKeyDep, SettingsDep
+from app.deps import DatabaseDep, SettingsDep
+from app.idempotency.dependencies import RequestKeyDep
 from app.idempotency.keys import RequestKey
 from app.idempotency.responses import JSON, answered
 from app.idempotency.service import Answer
-from app.limits.service import TenantLimits
-from app.sessions.group_commit import GroupCommit, Keyed, append_keyed
+from app.sessions.appending import AppendFlow
+from app.sessions.dependencies import AppendFlowDep
+from app.sessions.group_commit import Keyed
+from app.sessions.presenter import agent_session_read
 from app.sessions.retraction import RetractionService
 from app.sessions.schemas import (
     AgentSessionCreate,
@@ -30,13 +33,7 @@ from app.sessions.schemas import (
     RetractCreate,
     RetractionRead,
 )
-from app.sessions.service import (
-    AgentSessionService,
-    AppendOutcome,
-    Limits,
-    append_prepared,
-    prepare_append_off_loop,
-)
+from app.sessions.service import AgentSessionService, AppendOutcome, Limits
 from app.tenancy.auth import Reader, Writer
 from app.validation import SEQ_MAX, require_storable
 from app.web.problems import TENANT_ROUTE, WITH_BODY, problems
@@ -72,14 +69,10 @@ async def create_agent_session(
     principal: Writer,
     database: DatabaseDep,
     settings: SettingsDep,
-    tenant_limits: LimitsDep,
 ) -> AgentSessionRead:
-    await tenant_limits.check_quotas(database, principal, new_sessions=1)
     async with database.tenant(principal.tenant_id) as db:
         row = await AgentSessionService(db, principal, limits(settings)).create(body)
-        read = AgentSessionRead.from_row(row)
-    tenant_limits.record(principal.tenant_id, sessions=1)
-    return read
+        return agent_session_read(row)
 
 
 @router.get("", responses=problems(422))
@@ -96,7 +89,7 @@ async def list_agent_sessions(
         rows, next_cursor = await AgentSessionService(db, principal).page(
             user_id=user_id, agent_id=agent_id, external_id=external_id, cursor=cursor, limit=limit
         )
-    items = [AgentSessionRead.from_row(row, newest) for row, newest in rows]
+    items = [agent_session_read(row, newest) for row, newest in rows]
     return AgentSessionPage(items=items, next_cursor=next_cursor)
 
 
@@ -108,7 +101,7 @@ async def get_agent_session(
         row, newest = await AgentSessionService(db, principal).get_with_newest_archive(
             agent_session_id
         )
-    return AgentSessionRead.from_row(row, newest)
+    return agent_session_read(row, newest)
 
 
 @router.delete(
@@ -126,33 +119,14 @@ async def _append(
     agent_session_id: uuid.UUID,
     messages: list[MessageCreate],
     principal: Writer,
-    database: DatabaseDep,
-    settings: Settings,
-    group_commit: GroupCommit | None,
-    tenant_limits: TenantLimits,
+    flow: AppendFlow,
     request_key: RequestKey | None,
     render: Callable[[AppendOutcome], bytes],
 ) -> Response:
-    tenant_limits.check_rate(principal.tenant_id, len(messages))
-    # Validation and token counting first, with no connection held (large messages in a worker
-    # thread); then one statement, either a transaction of its own on an autocommit connection
-    # or a part of the next group commit.
-    prepared = await prepare_append_off_loop(messages, limits(settings))
-    await tenant_limits.check_quotas(database, principal, new_bytes=prepared.stored_bytes)
     keyed = None if request_key is None else Keyed(request_key, render)
-    settled: AppendOutcome | Answer
-    if group_commit is not None:
-        settled = await group_commit.append(principal.scope, agent_session_id, prepared, keyed)
-    elif keyed is not None:
-        settled = await append_keyed(database, principal.scope, agent_session_id, prepared, keyed)
-    else:
-        async with database.connection() as connection:
-            settled = await append_prepared(connection, principal.scope, agent_session_id, prepared)
+    settled = await flow.append(principal, agent_session_id, messages, keyed)
     if isinstance(settled, Answer):
-        if not settled.replayed:
-            tenant_limits.record(principal.tenant_id, added_bytes=prepared.stored_bytes)
         return answered(settled)
-    tenant_limits.record(principal.tenant_id, added_bytes=prepared.stored_bytes)
     return Response(render(settled), status_code=status.HTTP_201_CREATED, media_type=JSON)
 
 
@@ -173,10 +147,7 @@ async def append_message(
     agent_session_id: uuid.UUID,
     body: MessageCreate,
     principal: Writer,
-    database: DatabaseDep,
-    settings: SettingsDep,
-    group_commit: GroupCommitDep,
-    tenant_limits: LimitsDep,
+    flow: AppendFlowDep,
     request_key: RequestKeyDep,
 ) -> Response:
     def render(outcome: AppendOutcome) -> bytes:
@@ -190,17 +161,7 @@ async def append_message(
             )
         )
 
-    return await _append(
-        agent_session_id,
-        [body],
-        principal,
-        database,
-        settings,
-        group_commit,
-        tenant_limits,
-        request_key,
-        render,
-    )
+    return await _append(agent_session_id, [body], principal, flow, request_key, render)
 
 
 @router.post(
@@ -213,10 +174,7 @@ async def append_messages(
     agent_session_id: uuid.UUID,
     body: MessageBatchCreate,
     principal: Writer,
-    database: DatabaseDep,
-    settings: SettingsDep,
-    group_commit: GroupCommitDep,
-    tenant_limits: LimitsDep,
+    flow: AppendFlowDep,
     request_key: RequestKeyDep,
 ) -> Response:
     def render(outcome: AppendOutcome) -> bytes:
@@ -231,17 +189,7 @@ async def append_messages(
             )
         )
 
-    return await _append(
-        agent_session_id,
-        body.messages,
-        principal,
-        database,
-        settings,
-        group_commit,
-        tenant_limits,
-        request_key,
-        render,
-    )
+    return await _append(agent_session_id, body.messages, principal, flow, request_key, render)
 
 
 @router.get("/{agent_session_id}/messages", responses=problems(404, 422))

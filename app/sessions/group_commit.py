@@ -1,12 +1,13 @@
 """Group commit of appends, per process: concurrent appends share one transaction.
 
 While one flush runs, the appends that arrive wait for the next; a flush takes at most
-``max_batch`` of them, locks their agent sessions in id order (so flushes of several processes
-never deadlock), runs one append statement each in a single pipelined transaction and answers
-every request only after that transaction committed. Appends of one agent session keep their
-order of arrival. A failure of the shared transaction is retried append by append, so one
-append's failure never fails another's. Holds no rule of its own: each statement is the
-ordinary append (``service.append_prepared``).
+``max_batch`` of them, takes their tenants' quota locks and agent-session locks in id order
+(so flushes of several processes never deadlock), runs one append statement each in a single
+pipelined transaction and answers every request only after that transaction committed. Appends
+of one agent session keep their order of arrival. A failure of the shared transaction is
+retried append by append, so one append's failure never fails another's (a quota refused
+fails its own append only). Holds no rule of its own: each statement is the ordinary append
+(``service.append_prepared``).
 
 An append sent with an ``Idempotency-Key`` joins the group too: the group's transaction first
 claims the keys (in key order, before any agent session is locked, so two groups never wait on
@@ -27,10 +28,11 @@ from typing import Any
 import psycopg
 
 from app.db import Database
-from app.errors import AppError
+from app.errors import AppError, NotFound
 from app.idempotency import service as idempotency
 from app.idempotency.keys import RequestKey
 from app.idempotency.service import Answer
+from app.sessions.repository import quota_refusal
 from app.sessions.service import (
     AppendOutcome,
     PreparedAppend,
@@ -107,10 +109,15 @@ class GroupCommit:
                     raise
 
     async def _flush(self, batch: list[_Waiting]) -> None:
-        # Lock order: agent-session id, then arrival (sorted() is stable).
-        ordered = sorted(batch, key=lambda item: item.agent_session_id.bytes)
+        # Lock order: tenant (its quota lock comes first), agent-session id, then arrival
+        # (sorted() is stable).
+        ordered = sorted(
+            batch, key=lambda item: (item.scope.tenant_id.bytes, item.agent_session_id.bytes)
+        )
         self.flushes += 1
         self.appends += len(batch)
+        for tenant_id in {item.scope.tenant_id for item in ordered}:
+            await self.database.ensure_token(tenant_id)
         async with self.database.connection() as connection:
             if any(item.keyed is not None for item in ordered):
                 await _settle_keyed(connection, ordered)
@@ -158,7 +165,7 @@ async def _in_one_transaction(
         for item, cursor in zip(batch, cursors, strict=True):
             try:
                 outcomes.append(await finish_prepared(cursor, item.agent_session_id, item.prepared))
-            except AppError as error:  # a missing agent session fails its own request only
+            except NotFound as error:  # a missing agent session fails its own request only
                 outcomes.append(error)
     return outcomes
 
@@ -178,8 +185,12 @@ async def append_keyed(
     item = _Waiting(
         scope, agent_session_id, prepared, asyncio.get_running_loop().create_future(), keyed
     )
+    await database.ensure_token(scope.tenant_id)
     async with database.connection() as connection:
-        [result] = await _keyed_transaction(connection, [item])
+        try:
+            [result] = await _keyed_transaction(connection, [item])
+        except psycopg.Error as error:
+            raise quota_refusal(error) from error
     if isinstance(result, AppError):
         raise result
     if not isinstance(result, Answer):  # an append with a key always ends with an answer
@@ -251,7 +262,7 @@ async def _keyed_transaction(
             item = ordered[index]
             try:
                 results[index] = await finish_prepared(cursor, item.agent_session_id, item.prepared)
-            except AppError as error:  # a missing agent session fails its own request only
+            except NotFound as error:  # a missing agent session fails its own request only
                 results[index] = error
         async with connection.pipeline():
             for index, item, key in taken:
@@ -285,6 +296,6 @@ def _settle(
     if item.answer.done():  # the client went away; its append committed all the same
         return
     if error is not None:
-        item.answer.set_exception(error)
+        item.answer.set_exception(quota_refusal(error))
     elif outcome is not None:
         item.answer.set_result(outcome)

@@ -28,6 +28,11 @@ class Limits:
     max_batch_messages: int = 500
     default_keep_recent_count: int = 10
     max_metadata_bytes: int = 64 * 1024
+    quota_stored_bytes: int = 0
+    """JSON bytes of messages and their metadata a tenant may hold; 0: no quota. Checked and
+    recorded by the append statement itself."""
+    quota_agent_sessions: int = 0
+    """Agent sessions a tenant may hold; 0: no quota. Checked by the creating transaction."""
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Limits:
@@ -36,6 +41,8 @@ class Limits:
             max_batch_messages=settings.max_batch_messages,
             default_keep_recent_count=settings.default_keep_recent_count,
             max_metadata_bytes=settings.max_metadata_bytes,
+            quota_stored_bytes=settings.quota_stored_bytes,
+            quota_agent_sessions=settings.quota_agent_sessions,
         )
 
 
@@ -63,8 +70,9 @@ class PreparedAppend:
     token_counts: tuple[int, ...]
     texts: tuple[str, ...]
     """Plain text for search."""
-    stored_bytes: int = 0
-    """JSON bytes of the messages and their metadata (what the stored-bytes quota counts)."""
+    quota_bytes: int | None = None
+    """The tenant's stored-bytes quota the statement checks (``None``: none); the statement
+    counts the bytes itself, the same way for every caller."""
 
 
 def prepare_append(messages: Sequence[MessageCreate], limits: Limits) -> PreparedAppend:
@@ -74,7 +82,6 @@ def prepare_append(messages: Sequence[MessageCreate], limits: Limits) -> Prepare
             f"at most {limits.max_batch_messages} messages per batch, got {len(messages)}"
         )
     stored: list[dict[str, Any]] = []
-    total_bytes = 0
     for index, message in enumerate(messages):
         as_stored = message.openai_message()
         bad_at = find_unstorable({"message": as_stored, "metadata": message.metadata})
@@ -95,14 +102,14 @@ def prepare_append(messages: Sequence[MessageCreate], limits: Limits) -> Prepare
                 f"message {index} is {size} bytes; the limit is "
                 f"{limits.max_message_bytes} bytes per message"
             )
-        total_bytes += size + check_metadata_size(message.metadata, limits, what=f"message {index}")
+        check_metadata_size(message.metadata, limits, what=f"message {index}")
         stored.append(as_stored)
     return PreparedAppend(
         messages=tuple(messages),
         stored=tuple(stored),
         token_counts=tuple(message_tokens(message) for message in stored),
         texts=tuple(message_text(message) for message in stored),
-        stored_bytes=total_bytes,
+        quota_bytes=limits.quota_stored_bytes or None,
     )
 
 

@@ -16,10 +16,13 @@ from typing import Any
 
 import psycopg
 from psycopg.types.json import Jsonb
-from sqlalchemy import Exists, Row, and_, delete, exists, func, select, tuple_, update
+from sqlalchemy import Exists, Row, and_, delete, exists, func, select, text, tuple_, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.db import token_for
+from app.errors import QuotaExceeded
+from app.metrics import LIMITED
 from app.models import AgentSession, Archive, Message, MessageRetraction
 from app.sessions.records import NewestArchive, StoredMessage
 from app.tenancy.principal import Scope
@@ -38,15 +41,35 @@ class AppendedRow:
     last_seq: int
 
 
-# The append is one statement (migration 0003's ``workmem_append``): on an autocommit
-# connection it is a whole transaction in one round trip. It sets the tenant of its own
-# transaction first, so row-level security applies to everything it does.
+# The append is one statement (``workmem_append``): on an autocommit connection it is a whole
+# transaction in one round trip. Its first argument enters the tenant's token
+# (``workmem_enter_tenant`` sets it and returns the tenant it verifies, NULL for none), so
+# row-level security applies to everything it does; with a stored-bytes quota it checks and
+# records it in the same step, under the tenant's quota lock.
 _APPEND = """
 SELECT seq, turn, created_at, pending_tokens, archived_upto_seq, last_seq
-FROM workmem_append(%(tenant_id)s, %(agent_session_id)s, %(user_id)s, %(roles)s::text[],
+FROM workmem_append(workmem_enter_tenant(%(token)s), %(agent_session_id)s, %(user_id)s,
+                    %(roles)s::text[],
                     %(messages)s::jsonb[], %(token_counts)s::int[], %(texts)s::text[],
-                    %(metadata)s::jsonb[], %(created_at)s::timestamptz[])
+                    %(metadata)s::jsonb[], %(created_at)s::timestamptz[],
+                    %(quota_bytes)s::bigint)
 """
+
+_QUOTA_LOCK = text("SELECT workmem_quota_lock(:tenant_id)")
+
+QUOTA_SQLSTATE = "WMQ01"
+"""What the append raises when the stored-bytes quota would be passed (nothing is stored)."""
+
+QUOTA_RETRY_AFTER_S = 60.0
+
+
+def quota_refusal(error: BaseException) -> BaseException:
+    """The 429 a refused append stands for, or ``error`` itself."""
+    if isinstance(error, psycopg.Error) and error.sqlstate == QUOTA_SQLSTATE:
+        detail = error.diag.message_primary or "this tenant's stored-bytes quota is used up"
+        LIMITED.labels("stored_bytes").inc()
+        return QuotaExceeded(detail, retry_after_s=QUOTA_RETRY_AFTER_S)
+    return error
 
 
 async def start_append(
@@ -60,29 +83,36 @@ async def start_append(
     texts: Sequence[str],
     metadata: Sequence[Mapping[str, Any] | None],
     created_at: Sequence[datetime | None],
+    quota_bytes: int | None = None,
 ) -> psycopg.AsyncCursor[Any]:
     """Send the append; its rows are read with ``appended_rows`` (in pipeline mode, after
-    the other statements of the group have been sent too)."""
-    return await connection.execute(
-        _APPEND,
-        {
-            "tenant_id": scope.tenant_id,
-            "agent_session_id": agent_session_id,
-            "user_id": scope.user_id,
-            "roles": list(roles),
-            "messages": [Jsonb(message) for message in messages],
-            "token_counts": list(token_counts),
-            "texts": list(texts),
-            "metadata": [None if value is None else Jsonb(value) for value in metadata],
-            "created_at": list(created_at),
-        },
-    )
+    the other statements of the group have been sent too). ``quota_bytes``: the tenant's
+    stored-bytes quota, checked by the statement (429 when it would be passed)."""
+    params = {
+        "token": token_for(scope.tenant_id),
+        "agent_session_id": agent_session_id,
+        "user_id": scope.user_id,
+        "roles": list(roles),
+        "messages": [Jsonb(message) for message in messages],
+        "token_counts": list(token_counts),
+        "texts": list(texts),
+        "metadata": [None if value is None else Jsonb(value) for value in metadata],
+        "created_at": list(created_at),
+        "quota_bytes": quota_bytes,
+    }
+    try:
+        return await connection.execute(_APPEND, params)
+    except psycopg.Error as error:
+        raise quota_refusal(error) from error
 
 
 async def appended_rows(cursor: psycopg.AsyncCursor[Any]) -> list[AppendedRow]:
     """One row per appended message; none when the agent session is not visible (missing, or
     another user's)."""
-    return [AppendedRow(*row) for row in await cursor.fetchall()]
+    try:
+        return [AppendedRow(*row) for row in await cursor.fetchall()]
+    except psycopg.Error as error:
+        raise quota_refusal(error) from error
 
 
 _NEWEST_ARCHIVE_COLUMNS = (Archive.archive_seq, Archive.start_seq, Archive.end_seq, Archive.status)
@@ -139,16 +169,15 @@ class AgentSessionRepository:
         )
         return (await self.db.execute(statement)).scalar_one_or_none()
 
-    async def usage(self) -> tuple[int, int]:
-        """The tenant's stored bytes and agent sessions (whatever the scope's user)."""
-        row = (
-            await self.db.execute(
-                select(func.coalesce(func.sum(AgentSession.stored_bytes), 0), func.count()).where(
-                    AgentSession.tenant_id == self.scope.tenant_id
-                )
-            )
-        ).one()
-        return int(row[0]), int(row[1])
+    async def lock_quota(self) -> None:
+        """Take the tenant's quota lock until the transaction ends (the append takes it too):
+        what is counted under it stays true until the write that follows is committed."""
+        await self.db.execute(_QUOTA_LOCK, {"tenant_id": self.scope.tenant_id})
+
+    async def count(self) -> int:
+        """The tenant's agent sessions, whatever the scope's user."""
+        statement = select(func.count()).where(AgentSession.tenant_id == self.scope.tenant_id)
+        return int((await self.db.execute(statement)).scalar_one())
 
     async def get(self, agent_session_id: uuid.UUID, *, lock: bool = False) -> AgentSession | None:
         statement = select(AgentSession).where(

@@ -13,8 +13,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
-from app.models import AgentSession
-from app.sessions.records import MessageRole, NewestArchive, StoredMessage
+from app.sessions.records import MessageRole, StoredMessage
 from app.sessions.shapes import PARTS_BY_ROLE, message_shapes
 from app.validation import SEQ_MAX, require_json, require_storable
 
@@ -134,6 +133,10 @@ PART_TYPES_BY_ROLE: dict[str, frozenset[str]] = {
 """Which content parts each role may carry in a chat-completions request."""
 
 
+SentRole = Literal["system", "developer", "user", "assistant", "tool"]
+"""The roles an appended message may have: the stored ones, and ``developer`` (filed as system)."""
+
+
 class MessageCreate(BaseModel):
     """A message to append: one message as OpenAI's chat API accepts it (unknown top-level
     fields are kept as sent), plus the optional ``metadata`` and ``created_at`` that are ours."""
@@ -142,7 +145,7 @@ class MessageCreate(BaseModel):
     # client sees from the OpenAPI document alone which messages are refused.
     model_config = ConfigDict(extra="allow", json_schema_extra=message_shapes)
 
-    role: MessageRole
+    role: SentRole
     content: str | list[ContentPart] | None = None
     name: str | None = None
     tool_calls: list[ToolCallCreate] | None = None
@@ -177,6 +180,13 @@ class MessageCreate(BaseModel):
                         f"{part.type!r} part (allowed: {', '.join(sorted(allowed))})"
                     )
         return self
+
+    @property
+    def stored_role(self) -> MessageRole:
+        """The role the service files the message under: a ``developer`` message (what current
+        OpenAI SDKs send for instructions) is the system role's equivalent; the message itself
+        keeps the role it was sent with."""
+        return "system" if self.role == "developer" else self.role
 
     def openai_message(self) -> dict[str, Any]:
         """The message in OpenAI format as stored: our own fields removed, null fields omitted
@@ -276,33 +286,6 @@ class AgentSessionRead(BaseModel):
     newest_archive: ArchiveBrief | None
     created_at: datetime
     updated_at: datetime
-
-    @classmethod
-    def from_row(cls, row: AgentSession, newest: NewestArchive | None = None) -> AgentSessionRead:
-        brief = None
-        if newest is not None:
-            brief = ArchiveBrief(
-                archive_seq=newest.archive_seq,
-                start_seq=newest.start_seq,
-                end_seq=newest.end_seq,
-                status=newest.status,
-            )
-        return cls(
-            id=row.agent_session_id,
-            external_id=row.external_id,
-            user_id=row.user_id,
-            agent_id=row.agent_id,
-            metadata=row.metadata_,
-            keep_recent_count=row.keep_recent_count,
-            message_count=row.last_seq,
-            live_message_count=row.last_seq - row.archived_upto_seq,
-            pending_tokens=row.pending_tokens,
-            total_tokens=row.total_tokens,
-            archive_count=row.archive_count,
-            newest_archive=brief,
-            created_at=row.created_at,
-            updated_at=row.updated_at,
-        )
 
 
 class AgentSessionPage(BaseModel):

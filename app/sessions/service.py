@@ -17,9 +17,9 @@ import psycopg
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.cursors import decode_cursor, encode_cursor
-from app.db import driver
-from app.errors import Conflict, Forbidden, NotFound
+from app.errors import Conflict, Forbidden, NotFound, QuotaExceeded
 from app.memories.service import MemoryService
+from app.metrics import LIMITED
 from app.models import AgentSession
 
 # What an append is prepared with, named here too: callers of the service import it from here.
@@ -31,12 +31,13 @@ from app.sessions.prepare import prepare_append as prepare_append
 from app.sessions.prepare import prepare_append_off_loop as prepare_append_off_loop
 from app.sessions.records import NewestArchive, StoredMessage
 from app.sessions.repository import (
+    QUOTA_RETRY_AFTER_S,
     AgentSessionRepository,
     MessageRepository,
     appended_rows,
     start_append,
 )
-from app.sessions.schemas import AgentSessionCreate, MessageCreate
+from app.sessions.schemas import AgentSessionCreate
 from app.tenancy.principal import Principal, Scope
 
 
@@ -46,12 +47,6 @@ class AppendOutcome:
     pending_tokens: int
     live_message_count: int
     archived_upto_seq: int
-
-
-@dataclass(frozen=True, slots=True)
-class TenantUsage:
-    stored_bytes: int
-    agent_sessions: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,7 +77,7 @@ async def start_prepared(
         connection,
         scope,
         agent_session_id,
-        roles=[message.role for message in prepared.messages],
+        roles=[message.stored_role for message in prepared.messages],
         messages=prepared.stored,
         token_counts=prepared.token_counts,
         texts=prepared.texts,
@@ -91,6 +86,7 @@ async def start_prepared(
             None if message.created_at is None else _utc(message.created_at)
             for message in prepared.messages
         ],
+        quota_bytes=prepared.quota_bytes,
     )
 
 
@@ -103,7 +99,7 @@ async def finish_prepared(
     stored = [
         StoredMessage(
             seq=row.seq,
-            role=message.role,
+            role=message.stored_role,
             turn=row.turn,
             message=as_stored,
             token_count=tokens,
@@ -155,6 +151,7 @@ class AgentSessionService:
                 raise Forbidden("this API key is bound to another user_id")
             user_id = self.principal.user_id
         keep = body.keep_recent_count
+        await self._check_session_quota()
         row = await self.agent_sessions.insert(
             external_id=body.external_id,
             user_id=user_id,
@@ -167,11 +164,21 @@ class AgentSessionService:
             raise Conflict(f"an agent session with external_id {body.external_id!r} exists")
         return row
 
-    async def usage(self) -> TenantUsage:
-        """What the tenant stores, for its quotas: a sum over its agent-session rows (their
-        ``stored_bytes`` is kept by the append), never over its messages."""
-        stored_bytes, agent_sessions = await self.agent_sessions.usage()
-        return TenantUsage(stored_bytes=stored_bytes, agent_sessions=agent_sessions)
+    async def _check_session_quota(self) -> None:
+        """429 when the tenant holds its quota of agent sessions. Counted under the tenant's
+        quota lock, which the transaction keeps until it commits the new row: concurrent
+        creates, in any process, are counted one after the other."""
+        quota = self.limits.quota_agent_sessions
+        if not quota:
+            return
+        await self.agent_sessions.lock_quota()
+        held = await self.agent_sessions.count()
+        if held >= quota:
+            LIMITED.labels("agent_sessions").inc()
+            raise QuotaExceeded(
+                f"this tenant has {held} agent sessions; its quota is {quota}",
+                retry_after_s=QUOTA_RETRY_AFTER_S,
+            )
 
     async def get(self, agent_session_id: uuid.UUID, *, lock: bool = False) -> AgentSession:
         row = await self.agent_sessions.get(agent_session_id, lock=lock)
@@ -260,15 +267,6 @@ class AgentSessionService:
         await MemoryService(self.db, self.principal).erase_agent_session(agent_session_id)
         if not await self.agent_sessions.delete(agent_session_id):
             raise NotFound(f"agent session {agent_session_id} not found")
-
-    async def append(
-        self, agent_session_id: uuid.UUID, messages: Sequence[MessageCreate]
-    ) -> AppendOutcome:
-        """Append messages atomically inside this service's transaction (imports, tests); the
-        API's appends run the same statement on an autocommit connection (``append_prepared``)."""
-        prepared = await prepare_append_off_loop(messages, self.limits)
-        connection = await driver(self.db)
-        return await append_prepared(connection, self.principal.scope, agent_session_id, prepared)
 
     async def record_skipped_commit(
         self, agent_session: AgentSession, keep: int, *, pending_tokens: int = 0

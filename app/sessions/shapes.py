@@ -12,6 +12,7 @@ from typing import Any
 
 PARTS_BY_ROLE: dict[str, tuple[str, ...]] = {
     "system": ("text",),
+    "developer": ("text",),
     "user": ("text", "image_url", "input_audio", "file"),
     "assistant": ("text", "refusal"),
     "tool": ("text",),

@@ -9,26 +9,26 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from datetime import datetime
 
 from sqlalchemy import func, insert, select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.db import as_tenant
 from app.models import ApiKey, Tenant
 
 _KEY_COLUMNS = "api_key_id, tenant_id, prefix, role, name, user_id, created_at, revoked_at"
 
 
 @dataclass(frozen=True, slots=True)
-class StoredKey:
-    """What authentication reads of a key: whose it is, and how to check its secret."""
+class AuthenticatedKey:
+    """A key the database found valid and unrevoked: whose it is, and the tenant token it
+    signed for this tenant."""
 
     tenant_id: uuid.UUID
     api_key_id: uuid.UUID
     role: str
     user_id: str | None
-    secret_sha256: str
-    revoked_at: datetime | None
+    token: str
 
 
 async def insert_tenant(db: AsyncSession, name: str) -> Tenant:
@@ -71,17 +71,18 @@ async def insert_api_key(
     return None if row is None else ApiKey(**row._asdict())
 
 
-async def find_api_key_by_prefix(db: AsyncSession, prefix: str) -> StoredKey | None:
+async def authenticate(db: AsyncSession, prefix: str, secret: str) -> AuthenticatedKey | None:
+    """The key, checked by the database (the secret's digest, not revoked), with a token."""
     row = (
         await db.execute(
             text(
-                "SELECT tenant_id, api_key_id, role, user_id, secret_sha256, revoked_at"
-                " FROM workmem_find_api_key(:prefix)"
+                "SELECT tenant_id, api_key_id, role, user_id, token"
+                " FROM workmem_authenticate(:prefix, :secret)"
             ),
-            {"prefix": prefix},
+            {"prefix": prefix, "secret": secret},
         )
     ).one_or_none()
-    return None if row is None else StoredKey(*row)
+    return None if row is None else AuthenticatedKey(*row)
 
 
 async def revoke_api_key(db: AsyncSession, api_key_id: uuid.UUID) -> ApiKey | None:
@@ -95,11 +96,9 @@ async def revoke_api_key(db: AsyncSession, api_key_id: uuid.UUID) -> ApiKey | No
 
 
 async def tenant_exists(db: AsyncSession, tenant_id: uuid.UUID) -> bool:
-    """Whether the tenant exists: asked under that tenant, whose own row every login may see."""
-    await db.execute(
-        text("SELECT set_config('app.tenant_id', :tenant_id, true)"),
-        {"tenant_id": str(tenant_id)},
-    )
+    """Whether the tenant exists: asked under that tenant, whose own row it may see (in a
+    transaction with the service key, which signs the tenant's token)."""
+    await as_tenant(db, tenant_id)
     found = await db.scalar(
         text("SELECT 1 FROM tenants WHERE tenant_id = :tenant_id"), {"tenant_id": tenant_id}
     )

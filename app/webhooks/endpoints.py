@@ -35,11 +35,12 @@ router = APIRouter(
 )
 
 
-@router.post("", status_code=status.HTTP_201_CREATED, responses=problems(*WITH_BODY))
+@router.post("", status_code=status.HTTP_201_CREATED, responses=problems(409, *WITH_BODY))
 async def create_webhook(
     body: WebhookCreate, principal: Admin, database: DatabaseDep, settings: SettingsDep
 ) -> WebhookCreated:
-    """Subscribe an endpoint; the answer carries its signing secret, shown this once."""
+    """Subscribe an endpoint; the answer carries its signing secret, shown this once. A tenant
+    holding ``WORKMEM_WEBHOOKS_MAX_SUBSCRIPTIONS`` subscriptions is answered 409."""
     try:
         await vet(body.url, allow_private=settings.webhooks_allow_private)
     except DestinationRefused as error:
@@ -47,7 +48,9 @@ async def create_webhook(
             str(error), errors=[{"loc": ["body", "url"], "msg": str(error)}]
         ) from None
     async with database.tenant(principal.tenant_id) as db:
-        row = await WebhookService(db, principal).create(body)
+        row = await WebhookService(db, principal).create(
+            body, limit=settings.webhooks_max_subscriptions
+        )
         return WebhookCreated.from_created(row)
 
 

@@ -57,6 +57,20 @@ class WebhookRepository:
         self.db = db
         self.scope = scope
 
+    async def lock_subscriptions(self) -> int:
+        """Hold the tenant's subscriptions for this transaction (other creates of the tenant wait
+        for it, in every process) and count them."""
+        await self.db.execute(
+            text("SELECT pg_advisory_xact_lock(hashtextextended(:key, 0))"),
+            {"key": f"workmem:webhook_subscriptions:{self.scope.tenant_id}"},
+        )
+        count = await self.db.scalar(
+            select(func.count())
+            .select_from(WebhookSubscription)
+            .where(WebhookSubscription.tenant_id == self.scope.tenant_id)
+        )
+        return int(count or 0)
+
     async def insert_subscription(self, values: dict[str, Any]) -> WebhookSubscription:
         return (
             await self.db.scalars(

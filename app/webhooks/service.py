@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.cursors import decode_cursor, encode_cursor
-from app.errors import NotFound
+from app.errors import Conflict, NotFound
 from app.models import WebhookAttempt, WebhookDelivery, WebhookSubscription
 from app.tenancy.principal import Principal, Scope
 from app.webhooks.repository import WebhookRepository
@@ -32,7 +32,16 @@ class WebhookService:
     def __init__(self, db: AsyncSession, principal: Principal) -> None:
         self.webhooks = WebhookRepository(db, Scope(principal.tenant_id))
 
-    async def create(self, body: WebhookCreate) -> WebhookSubscription:
+    async def create(self, body: WebhookCreate, *, limit: int) -> WebhookSubscription:
+        """Subscribe, unless the tenant already holds ``limit`` subscriptions (checked and
+        written under one lock of the tenant's subscriptions, so concurrent creates cannot
+        pass it)."""
+        held = await self.webhooks.lock_subscriptions()
+        if held >= limit:
+            raise Conflict(
+                f"this tenant has {held} webhook subscriptions, the most it may hold "
+                f"(WORKMEM_WEBHOOKS_MAX_SUBSCRIPTIONS = {limit}); delete one first"
+            )
         return await self.webhooks.insert_subscription(
             {
                 "url": body.url,

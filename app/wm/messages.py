@@ -14,6 +14,9 @@ from typing import Final
 
 KNOWN_ROLES: Final = frozenset({"system", "user", "assistant", "tool"})
 
+EQUIVALENT_ROLES: Final = {"developer": "system"}
+"""Roles read as another: OpenAI's ``developer`` messages are the system role's successor."""
+
 
 @dataclass(frozen=True, slots=True)
 class ToolCallView:
@@ -88,6 +91,7 @@ def read_messages(messages: Iterable[object]) -> list[MessageView]:
         if not isinstance(message, Mapping):
             continue
         role = message.get("role")
+        role = EQUIVALENT_ROLES.get(role, role) if isinstance(role, str) else role
         role = role if isinstance(role, str) and role in KNOWN_ROLES else "user"
         calls = _tool_calls(message.get("tool_calls"))
         for call in calls:

@@ -7,14 +7,6 @@ from typing import Any
 
 import pytest
 
-from app.agents.items import (
-    ITEMS_KEY,
-    MOVED,
-    input_items,
-    message_items,
-    restored_items,
-    stored_messages,
-)
 from tests.agents.catalogue import (
     ASSISTANT_OUTPUT,
     DEVELOPER,
@@ -31,6 +23,14 @@ from tests.agents.catalogue import (
 )
 from tests.agents.catalogue import (
     CALL_2 as FUNCTION_CALL_2,
+)
+from workmem_client.agents.items import (
+    ITEMS_KEY,
+    MOVED,
+    input_items,
+    message_items,
+    restored_items,
+    stored_messages,
 )
 
 CALL = {"id": "call_1", "type": "function", "function": {"name": "f", "arguments": '{"a": 1}'}}

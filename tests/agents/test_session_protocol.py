@@ -12,8 +12,6 @@ from typing import Any
 import pytest
 from agents.memory import SessionSettings
 
-from app.agents import WorkmemSession
-from app.client import WorkmemClient
 from tests.agents.catalogue import (
     ASSISTANT_EASY,
     ASSISTANT_OUTPUT,
@@ -25,6 +23,8 @@ from tests.agents.catalogue import (
     USER_TEXT,
     WEB_SEARCH,
 )
+from workmem_client import WorkmemClient
+from workmem_client.agents import WorkmemSession
 
 pytestmark = pytest.mark.e2e
 

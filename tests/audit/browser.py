@@ -11,7 +11,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.test_e2e import free_port, workmem_command
+from app.db import SERVICE_KEY_VARIABLE
+from tests.support.servers import free_port, workmem_command
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
@@ -32,7 +33,11 @@ class ServedDatabase:
 
     def __init__(self, database_url: str, home: Path) -> None:
         self.port = free_port()
-        env = {k: v for k, v in os.environ.items() if not k.startswith("WORKMEM_")}
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith("WORKMEM_") or k == SERVICE_KEY_VARIABLE
+        }
         env.update(
             {
                 "DATABASE_URL": database_url,

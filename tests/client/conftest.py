@@ -11,11 +11,11 @@ import pytest
 from asgi_lifespan import LifespanManager
 from starlette.types import ASGIApp
 
-from app.client import AsyncWorkmemClient, RetryPolicy
 from app.config import Settings
 from app.db import Database
 from app.main import create_app
 from tests.support.fake_openai import fake_openai
+from workmem_client import AsyncWorkmemClient, RetryPolicy
 
 __all__ = ["fake_openai"]
 

@@ -9,7 +9,10 @@ from typing import Any
 import openai
 import pytest
 
-from app.client import (
+from tests.conftest import TenantKeys
+from tests.support.fake_openai import FakeOpenAI
+from workmem_client import (
+    ArchiveStatus,
     AsyncWorkmemClient,
     ConflictError,
     ForbiddenError,
@@ -18,9 +21,6 @@ from app.client import (
     ValidationError,
     WorkmemError,
 )
-from app.models import ArchiveStatus
-from tests.conftest import TenantKeys
-from tests.support.fake_openai import FakeOpenAI
 
 Factory = Callable[..., AsyncWorkmemClient]
 

@@ -6,8 +6,8 @@ from collections.abc import Callable
 
 import pytest
 
-from app.client import AsyncWorkmemClient, ValidationError
 from tests.conftest import TenantKeys
+from workmem_client import AsyncWorkmemClient, ValidationError
 
 Factory = Callable[..., AsyncWorkmemClient]
 

@@ -9,14 +9,14 @@ from dataclasses import dataclass, field
 import pytest
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from app.client import (
+from tests.conftest import TenantKeys
+from workmem_client import (
     AsyncWorkmemClient,
     RateLimitedError,
     RetryPolicy,
     UnavailableError,
     WorkmemError,
 )
-from tests.conftest import TenantKeys
 
 Factory = Callable[..., AsyncWorkmemClient]
 

@@ -7,7 +7,7 @@ from email.utils import format_datetime
 
 import pytest
 
-from app.client.retry import RetryPolicy, parse_retry_after
+from workmem_client.retry import RetryPolicy, parse_retry_after
 
 NOW = datetime(2026, 12, 1, 12, 0, 0, tzinfo=UTC)
 POLICY = RetryPolicy(max_retries=3, max_wait_s=60.0)

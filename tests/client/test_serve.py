@@ -7,9 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from app.client import NotFoundError, WorkmemClient
-from app.models import ArchiveStatus
-from tests.test_e2e import Server
+from tests.support.servers import Server
+from workmem_client import ArchiveStatus, NotFoundError, WorkmemClient
 
 pytestmark = pytest.mark.e2e
 

@@ -25,6 +25,14 @@ AGENT_SESSION = uuid.UUID("0a05489527854538a0d5e4ade4525c77")
         ("a%2Fb", False),
         ("ünïcode", False),
         ("a\n", False),
+        # Dot segments: a normalising client removes them from a path.
+        (".", False),
+        ("..", False),
+        ("...", True),
+        (".a", True),
+        ("a..", True),
+        ("." * 255, True),
+        ("." * 256, False),
     ],
 )
 def test_session_ids(value: str, valid: bool) -> None:

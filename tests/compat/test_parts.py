@@ -34,7 +34,7 @@ def stored(raw: dict[str, Any]) -> list[StoredMessage]:
         rows.append(
             StoredMessage(
                 seq=seq,
-                role=create.role,
+                role=create.stored_role,
                 turn=1,
                 message=create.openai_message(),
                 token_count=1,

@@ -60,7 +60,7 @@ async def test_create_without_an_id_generates_one(
     assert read["total_message_count"] == 0
 
 
-@pytest.mark.parametrize("session_id", ["a/b", "a b", "x" * 256, "", "ü"])
+@pytest.mark.parametrize("session_id", ["a/b", "a b", "x" * 256, "", "ü", ".", ".."])
 async def test_a_session_id_outside_the_pattern_stores_nothing(
     client: httpx.AsyncClient, tenant: TenantKeys, session_id: str
 ) -> None:
@@ -72,7 +72,16 @@ async def test_a_session_id_outside_the_pattern_stores_nothing(
 
 
 @pytest.mark.parametrize(
-    "path", ["/sessions/" + "x" * 256, "/sessions/a%20b/context", "/sessions/%C3%BC/messages"]
+    "path",
+    [
+        "/sessions/" + "x" * 256,
+        "/sessions/a%20b/context",
+        "/sessions/%C3%BC/messages",
+        # A normalising HTTP client cannot address these, so none may be created.
+        "/sessions/%2E/messages",
+        "/sessions/%2E%2E/messages",
+        "/sessions/%2E%2E?auto_create=true",
+    ],
 )
 async def test_a_session_id_in_the_path_outside_the_pattern(
     client: httpx.AsyncClient, tenant: TenantKeys, path: str

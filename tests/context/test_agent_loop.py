@@ -11,7 +11,6 @@ import httpx
 import openai
 from asgi_lifespan import LifespanManager
 
-from app.client import AsyncWorkmemClient
 from app.config import Settings
 from app.db import Database
 from app.main import create_app
@@ -19,6 +18,7 @@ from examples.agent_loop import AgentLoop, LoopConfig
 from tests.conftest import make_tenant
 from tests.context.helpers import SUMMARY_PREFIX, stored_messages
 from tests.support.fake_openai import FakeOpenAI, TextReply, ToolCallReply
+from workmem_client import AsyncWorkmemClient
 
 
 async def wait_until_done(workmem: AsyncWorkmemClient, agent_session_id: str) -> None:

@@ -16,8 +16,6 @@ from app.context.assembly import CUT_NOTE
 from app.context.summary import REDUCTION_ORDER
 from app.db import Database
 from app.wm.tokens import count_tokens
-from tests.archives.test_commit import append, assistant, calls, commit, result, user
-from tests.archives.test_worker import RecordingGenerator
 from tests.conftest import AppFactory, TenantKeys, make_tenant
 from tests.context.helpers import (
     SUMMARY_PREFIX,
@@ -25,7 +23,8 @@ from tests.context.helpers import (
     get_context,
     stored_messages,
 )
-from tests.sessions.test_api import create_session
+from tests.support.api import append, assistant, calls, commit, create_session, result, user
+from tests.support.archives import RecordingGenerator
 
 
 @contextmanager

@@ -16,7 +16,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.archives.working_memory import WorkingMemory
 from app.context.assembly import CUT_NOTE, Assembly, Hint, Window, assemble
 from app.context.budget import MAX_TOKEN_BUDGET, Budget, InvalidBudget, plan_budget, reply_reserve
 from app.context.clearing import Clearing
@@ -34,16 +33,18 @@ from app.context.summary import (
 )
 from app.context.units import DropReason, Unit, fit_units, group_units
 from app.pins.records import Pin
-from app.sessions.records import StoredMessage
 from app.wm.sections import Section
 from app.wm.tokens import count_tokens
+from tests.support.assembly import (
+    candidates,
+    full_sections,
+    message,
+    same_hint,
+    stored,
+    summarised,
+    words,
+)
 from tests.support.fake_openai import check_chat_request
-
-
-def words(text: str) -> int:
-    """A counter whose arithmetic a table can state: one token per whitespace-separated word."""
-    return len(text.split())
-
 
 # Reserve and layer -------------------------------------------------------------------------------
 
@@ -110,53 +111,6 @@ def test_invalid_budgets(budget: int, reserve: int | None, field: str) -> None:
 
 
 # Tool groups ----------------------------------------------------------------------------------
-
-
-def message(code: str) -> dict[str, Any]:
-    """``u`` user, ``a`` assistant, ``s`` system, ``c:1,2`` a call of ids 1 and 2, ``t:1`` a result."""
-    kind, _, ids = code.partition(":")
-    if kind == "c":
-        return {
-            "role": "assistant",
-            "content": None,
-            "tool_calls": [
-                {"id": f"id{i}", "type": "function", "function": {"name": "f", "arguments": "{}"}}
-                for i in ids.split(",")
-            ],
-        }
-    if kind == "t":
-        return {"role": "tool", "tool_call_id": f"id{ids}", "content": "r"}
-    role = {"u": "user", "a": "assistant", "s": "system"}[kind]
-    return {"role": role, "content": code}
-
-
-def stored(seq: int, message: dict[str, Any], tokens: int) -> StoredMessage:
-    """A stored message as the assembly sees it: its seq, its OpenAI dict, its token count."""
-    return StoredMessage(
-        seq=seq,
-        role=message.get("role", "user"),
-        turn=0,
-        message=message,
-        token_count=tokens,
-        metadata=None,
-        created_at=datetime(2026, 1, 1, tzinfo=UTC),
-    )
-
-
-def same_hint(text: str) -> Hint:
-    return Hint(text, text)
-
-
-def summarised(sections: dict[Section, str]) -> WorkingMemory:
-    return WorkingMemory(archive_seq=1, covered_end_seq=0, sections=sections)
-
-
-def candidates(codes: Sequence[str], tokens: Sequence[int] | None = None) -> list[StoredMessage]:
-    counts = tokens or [1] * len(codes)
-    return [
-        stored(seq, message(code), n)
-        for seq, (code, n) in enumerate(zip(codes, counts, strict=True), 1)
-    ]
 
 
 def spans(units: Sequence[Unit]) -> list[tuple[int, ...]]:
@@ -241,18 +195,6 @@ def test_a_tool_group_is_kept_or_left_out_whole() -> None:
 
 
 # The summary --------------------------------------------------------------------------------
-
-
-def full_sections() -> dict[Section, str]:
-    return {
-        Section.SESSION_TITLE: "Migrate the billing service to Postgres 16",
-        Section.CURRENT_STATE: "Running the data copy; the dry run passed yesterday.",
-        Section.TASK_AND_GOALS: "- Move billing off MySQL\n- Never deploy on Fridays",
-        Section.KEY_FACTS: "\n".join(f"- fact number {i} about invoices" for i in range(1, 41)),
-        Section.FILES: "\n".join(f"- src/billing/module_{i}.py" for i in range(1, 31)),
-        Section.ERRORS: "- psycopg OperationalError on copy: fixed by raising the timeout",
-        Section.OPEN_ISSUES: "- Who signs off the cutover?",
-    }
 
 
 EXPECTED_ORDER = [

@@ -25,7 +25,7 @@ from tests.context.helpers import (
     replay,
     stored_messages,
 )
-from tests.sessions.test_api import create_session
+from tests.support.api import create_session
 from tests.support.datasets import DATASETS, loaded
 from tests.support.fake_openai import FakeOpenAI
 

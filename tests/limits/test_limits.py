@@ -11,7 +11,7 @@ import pytest
 from app.db import Database
 from app.limits.rate import MessageRate
 from tests.conftest import AppFactory, TenantKeys, make_tenant
-from tests.sessions.test_api import create_session
+from tests.support.api import create_session
 
 T = uuid.uuid4()
 
@@ -92,9 +92,7 @@ async def test_the_message_rate_answers_429_with_retry_after(
 
 async def test_the_quotas_answer_429(own_database: Database, app_client: AppFactory) -> None:
     keys = await make_tenant(own_database, "quoted")
-    async with app_client(
-        own_database, quota_agent_sessions=2, quota_stored_bytes=2000, quota_refresh_s=0.01
-    ) as http:
+    async with app_client(own_database, quota_agent_sessions=2, quota_stored_bytes=2000) as http:
         first = await create_session(http, keys)
         await create_session(http, keys)
         third = await http.post("/v1/sessions", json={}, headers=keys.write)

@@ -1,18 +1,19 @@
-"""Helpers of the MCP tests: a stdio session of the MCP SDK's own client with ``workmem mcp``,
+"""Helpers of the MCP tests: a stdio session of the MCP SDK's own client with ``workmem-mcp``,
 and reading tool results."""
 
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.types import CallToolResult, TextContent
 
-from tests.test_e2e import workmem_command
+from tests.support.servers import workmem_command
 
 TOOLS = {
     "get_context",
@@ -25,17 +26,27 @@ TOOLS = {
 }
 
 
+def mcp_command() -> list[str]:
+    """``workmem-mcp``, the console script of the client distribution."""
+    script = Path(sys.executable).parent / "workmem-mcp"
+    return [str(script)] if script.exists() else [sys.executable, "-m", "workmem_client.mcp"]
+
+
 @asynccontextmanager
-async def mcp_session(url: str, key: str, **env: str) -> AsyncIterator[ClientSession]:
-    command, *args = workmem_command()
+async def mcp_session(
+    url: str, key: str, *, errlog: TextIO | None = None, alias: bool = False, **env: str
+) -> AsyncIterator[ClientSession]:
+    """A session with ``workmem-mcp`` (``alias``: ``workmem mcp``, the server's alias of it);
+    its stderr goes to ``errlog`` (default: nowhere)."""
+    command, *args = [*workmem_command(), "mcp"] if alias else mcp_command()
     parameters = StdioServerParameters(
         command=command,
-        args=[*args, "mcp"],
+        args=args,
         env={"WORKMEM_URL": url, "WORKMEM_API_KEY": key, "PATH": os.environ["PATH"], **env},
     )
     with Path(os.devnull).open("w") as quiet:  # noqa: ASYNC230 - /dev/null never blocks
         async with (
-            stdio_client(parameters, errlog=quiet) as (read, write),
+            stdio_client(parameters, errlog=errlog or quiet) as (read, write),
             ClientSession(read, write) as session,
         ):
             await session.initialize()

@@ -1,4 +1,4 @@
-"""``workmem mcp --http``: the same tools over streamable HTTP, driven by the MCP SDK's own
+"""``workmem-mcp --http``: the same tools over streamable HTTP, driven by the MCP SDK's own
 streamable-HTTP client, against the real ``workmem serve``."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import pytest
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
-from tests.mcp.helpers import TOOLS, structured
-from tests.test_e2e import free_port, workmem_command
+from tests.mcp.helpers import TOOLS, mcp_command, structured
+from tests.support.servers import free_port
 
 pytestmark = pytest.mark.e2e
 
@@ -24,12 +24,12 @@ def wait_for_port(port: int, process: subprocess.Popen[bytes], timeout_s: float 
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise AssertionError(f"workmem mcp --http exited with {process.returncode}")
+            raise AssertionError(f"workmem-mcp --http exited with {process.returncode}")
         with socket.socket() as probe:
             if probe.connect_ex(("127.0.0.1", port)) == 0:
                 return
         time.sleep(0.1)
-    raise AssertionError("workmem mcp --http did not listen")
+    raise AssertionError("workmem-mcp --http did not listen")
 
 
 @pytest.fixture
@@ -39,7 +39,7 @@ def mcp_http(served: tuple[str, str], tmp_path: Path) -> Iterator[str]:
     env = {**os.environ, "WORKMEM_URL": url, "WORKMEM_API_KEY": key}
     with (tmp_path / "mcp-http.log").open("wb") as log:
         process = subprocess.Popen(
-            [*workmem_command(), "mcp", "--http", "--port", str(port)],
+            [*mcp_command(), "--http", "--port", str(port)],
             env=env,
             stdout=log,
             stderr=log,

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from app.mcp.records import HEADER, record_lines, records, snippet_records
+from workmem_client.mcp.records import HEADER, record_lines, records, snippet_records
 
 CALL = {"id": "c1", "type": "function", "function": {"name": "grep", "arguments": '{"q": "x"}'}}
 

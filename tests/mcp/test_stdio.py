@@ -1,4 +1,4 @@
-"""``workmem mcp`` on stdio, driven by the official MCP SDK's own client, against the real
+"""``workmem-mcp`` (and the ``workmem mcp`` alias) on stdio, driven by the official MCP SDK's own client, against the real
 ``workmem serve``: the tool list, each tool, the resources, and errors as tool errors."""
 
 from __future__ import annotations
@@ -100,7 +100,7 @@ async def test_tools_and_resources_over_stdio(served: tuple[str, str]) -> None:
 
 async def test_a_default_session_from_the_environment(served: tuple[str, str]) -> None:
     url, key = served
-    async with mcp_session(url, key, WORKMEM_SESSION="mcp-default") as session:
+    async with mcp_session(url, key, alias=True, WORKMEM_SESSION="mcp-default") as session:
         appended = structured(
             await session.call_tool(
                 "append_messages", {"messages": [{"role": "user", "content": "hi"}]}

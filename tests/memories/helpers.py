@@ -7,9 +7,8 @@ from typing import Any
 import httpx
 
 from app.db import Database
-from tests.archives.test_commit import append, commit
 from tests.conftest import TenantKeys
-from tests.sessions.test_api import create_session
+from tests.support.api import append, commit, create_session
 
 
 async def state(
@@ -78,14 +77,13 @@ async def user_key(database: Database, keys: TenantKeys, user_id: str) -> str:
 
 async def rows(database: Database, sql: str, **params: Any) -> list[dict[str, Any]]:
     """Rows read as the schema owner (row-level security forced on memory tables applies, so
-    ``app.tenant_id`` is set from ``tenant_id`` when given)."""
+    the tenant token of ``tenant_id`` is set when given)."""
     from sqlalchemy import text
+
+    from app.db import as_tenant
 
     async with database.unscoped() as db:
         if "tenant_id" in params:
-            await db.execute(
-                text("SELECT set_config('app.tenant_id', :tenant_id, true)"),
-                {"tenant_id": str(params["tenant_id"])},
-            )
+            await as_tenant(db, params["tenant_id"])
         result = await db.execute(text(sql), params)
         return [dict(row._mapping) for row in result]

@@ -17,11 +17,11 @@ import pytest
 
 from app.db import Database
 from app.memories.text import content_words
-from tests.archives.test_commit import commit
 from tests.conftest import TenantKeys, make_tenant
 from tests.context.helpers import replay
 from tests.memories.helpers import events, memories, new_session, search, state
 from tests.memories.locomo import Conversation, load
+from tests.support.api import commit
 
 CONVERSATIONS = ("26", "30", "41")
 EVERY = 40

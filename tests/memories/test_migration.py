@@ -3,6 +3,7 @@ the indexes, and a working downgrade."""
 
 from __future__ import annotations
 
+import os
 import uuid
 
 import psycopg
@@ -49,7 +50,7 @@ def test_the_dimension_comes_from_the_environment_and_the_downgrade_undoes_it(
             url, "SELECT qual FROM pg_policies WHERE tablename = %s AND policyname = 'tenant_isolation'",
             table,
         )  # fmt: skip
-        assert "current_setting('app.tenant_id'" in str(policy)
+        assert "workmem_verified_tenant()" in str(policy)
         grants = {
             row[0]
             for row in query(
@@ -102,10 +103,15 @@ def test_the_application_role_sees_only_its_tenant_s_rows(postgres: PostgresForT
         )
         connection.commit()
         seen = []
-        for setting in (str(tenant), str(uuid.uuid4()), ""):
+        for other in (tenant, uuid.uuid4(), None):
+            token = connection.execute(
+                "SELECT coalesce(workmem_tenant_token(%s, %s), '')",
+                (other, os.environ["WORKMEM_SERVICE_KEY"]),
+            ).fetchone()
+            assert token is not None
             with connection.transaction():
                 connection.execute("SET LOCAL ROLE workmem_app")
-                connection.execute("SELECT set_config('app.tenant_id', %s, true)", (setting,))
+                connection.execute("SELECT set_config('app.tenant_token', %s, true)", token)
                 [(count,)] = connection.execute("SELECT count(*) FROM memory_events").fetchall()
                 seen.append(count)
         assert seen == [1, 0, 0]

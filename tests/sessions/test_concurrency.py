@@ -12,11 +12,12 @@ from hypothesis import strategies as st
 
 from app.archives.service import ArchiveService
 from app.db import Database
+from app.sessions.appending import append_within
 from app.sessions.pending import advance_pending, leaving_seqs
 from app.sessions.schemas import AgentSessionCreate, MessageCreate
-from app.sessions.service import AgentSessionService
+from app.sessions.service import AgentSessionService, Limits
 from tests.conftest import TenantKeys, make_tenant
-from tests.sessions.test_api import create_session
+from tests.support.api import create_session
 
 
 async def test_eight_concurrent_appenders_get_gap_free_seqs(
@@ -124,7 +125,9 @@ def test_pending_tokens_equals_recomputation(
             for batch in plan:
                 messages = [MessageCreate(role="user", content=text) for text in batch]
                 async with database.tenant(keys.tenant_id) as db:
-                    await AgentSessionService(db, principal).append(row.agent_session_id, messages)
+                    await append_within(
+                        db, principal.scope, row.agent_session_id, messages, Limits()
+                    )
                 async with database.tenant(keys.tenant_id) as db:
                     drift = await AgentSessionService(db, principal).check_pending(
                         row.agent_session_id, repair=False
@@ -207,8 +210,12 @@ def test_the_sql_append_keeps_pending_tokens_by_the_python_rule(
                 async with database.tenant(keys.tenant_id) as db:
                     if action == "append":
                         messages = [MessageCreate(role="user", content=text) for text in argument]
-                        outcome = await AgentSessionService(db, principal).append(
-                            row.agent_session_id, messages
+                        outcome = await append_within(
+                            db,
+                            principal.scope,
+                            row.agent_session_id,
+                            messages,
+                            Limits(),
                         )
                         model.append([message.token_count for message in outcome.messages])
                         assert outcome.pending_tokens == model.pending

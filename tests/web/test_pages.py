@@ -11,24 +11,9 @@ import pytest
 from playwright.sync_api import Browser, Page, Route, expect, sync_playwright
 
 from tests.audit.browser import CHROMIUM_ARGS, require_chromium
-from tests.test_e2e import Server
+from tests.support.servers import Server
 
 pytestmark = pytest.mark.e2e
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    running = Server(tmp_path_factory.mktemp("pages") / "home")
-    try:
-        running.wait_ready()
-        yield running
-    finally:
-        running.stop()
-
-
-@pytest.fixture(scope="module")
-def key(server: Server) -> str:
-    return (server.home / "local-api-key").read_text().strip()
 
 
 @pytest.fixture(scope="module")

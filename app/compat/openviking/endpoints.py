@@ -8,7 +8,6 @@ work is done by the same services as ``/v1``. Never imports a repository or the 
 
 from __future__ import annotations
 
-import json
 import uuid
 from typing import Annotated
 
@@ -16,11 +15,13 @@ from fastapi import APIRouter, Path, Query, Response
 from pydantic import ValidationError
 
 from app.archives import flows
-from app.archives.schemas import ArchiveRead
+from app.archives.dependencies import WorkerDep
+from app.archives.presenter import archive_read
 from app.archives.service import ArchiveService
 from app.compat.openviking import ids
 from app.compat.openviking.envelope import ERROR_RESPONSES, Envelope, ResourceNotFound
 from app.compat.openviking.parts import MessageIn, to_openai
+from app.compat.openviking.presenter import context_out
 from app.compat.openviking.schemas import (
     ArchiveOut,
     CommitIn,
@@ -36,7 +37,6 @@ from app.compat.openviking.schemas import (
     SessionListed,
     TaskOut,
     archive_out,
-    context_out,
     session_info,
     session_listed,
     task_out,
@@ -45,10 +45,12 @@ from app.compat.openviking.schemas import (
 from app.context.budget import DEFAULT_TOKEN_BUDGET, MAX_TOKEN_BUDGET, plan_budget
 from app.context.fill import DEFAULT_FILL
 from app.context.service import ContextService
-from app.deps import DatabaseDep, LimitsDep, SettingsDep, WorkerDep
+from app.deps import DatabaseDep, SettingsDep
 from app.errors import Forbidden, InvalidInput, NotFound, field_errors
-from app.limits.service import TenantLimits
-from app.sessions.schemas import AgentSessionCreate, AgentSessionRead, MessageCreate
+from app.sessions.appending import AppendFlow
+from app.sessions.dependencies import AppendFlowDep
+from app.sessions.presenter import agent_session_read
+from app.sessions.schemas import AgentSessionCreate, MessageCreate
 from app.sessions.service import AgentSessionService, AppendOutcome, Limits
 from app.tenancy.auth import Reader, Writer
 from app.tenancy.principal import Principal
@@ -70,8 +72,10 @@ NEXT_CURSOR_HEADER = "X-Next-Cursor"
 SessionPath = Annotated[
     str,
     Path(
+        max_length=ids.SESSION_ID_MAX_LENGTH,
         pattern=ids.SESSION_ID_PATTERN,
-        description="the session's id: up to 255 characters of A-Z a-z 0-9 _ . @ -",
+        description="the session's id: up to 255 characters of A-Z a-z 0-9 _ . @ -, not `.` "
+        "or `..`",
     ),
 ]
 
@@ -88,10 +92,8 @@ async def create_session(
     principal: Writer,
     database: DatabaseDep,
     settings: SettingsDep,
-    tenant_limits: LimitsDep,
     body: SessionCreate | None = None,
 ) -> Envelope[SessionCreated]:
-    await tenant_limits.check_quotas(database, principal, new_sessions=1)
     session_id = (body.session_id if body is not None else None) or ids.new_session_id()
     create = AgentSessionCreate(external_id=session_id, keep_recent_count=NEW_SESSION_KEEP_RECENT)
     async with database.tenant(principal.tenant_id) as db:
@@ -124,7 +126,7 @@ async def list_sessions(
         response.headers[NEXT_CURSOR_HEADER] = next_cursor
     items = []
     for row, newest in rows:
-        read = AgentSessionRead.from_row(row, newest)
+        read = agent_session_read(row, newest)
         items.append(session_listed(read, read.external_id or ""))
     return Envelope(result=items)
 
@@ -134,12 +136,14 @@ async def get_session(
     session_id: SessionPath,
     principal: Reader,
     database: DatabaseDep,
+    settings: SettingsDep,
     auto_create: Annotated[
         bool, Query(description="create the session when it does not exist (needs a writer key)")
     ] = False,
 ) -> Envelope[SessionInfo]:
     async with database.tenant(principal.tenant_id) as db:
-        service = AgentSessionService(db, principal)
+        # The settings' limits: a session created here counts against the tenant's quota.
+        service = AgentSessionService(db, principal, Limits.from_settings(settings))
         if auto_create and principal.can_write:
             row = await service.get_or_create(session_id, keep_recent_count=NEW_SESSION_KEEP_RECENT)
         else:
@@ -151,7 +155,7 @@ async def get_session(
                         "this API key is read-only: it cannot create a session"
                     ) from error
                 raise ResourceNotFound("session", session_id) from error
-    return Envelope(result=session_info(AgentSessionRead.from_row(row), session_id, principal))
+    return Envelope(result=session_info(agent_session_read(row), session_id, principal))
 
 
 @router.delete("/{session_id}")
@@ -165,15 +169,10 @@ async def delete_session(
 
 
 async def _append(
-    session_id: str,
-    messages: list[MessageIn],
-    principal: Principal,
-    database: DatabaseDep,
-    settings: SettingsDep,
-    tenant_limits: TenantLimits,
+    session_id: str, messages: list[MessageIn], principal: Principal, flow: AppendFlow
 ) -> AppendOutcome:
-    """Append in one transaction, creating the session first when it does not exist: a batch
-    that fails validation stores nothing, not even the session."""
+    """Append, creating the session first when it does not exist: a batch that fails
+    validation stores nothing, not even the session."""
     try:
         creates = [
             MessageCreate.model_validate(stored)
@@ -184,22 +183,9 @@ async def _append(
         raise InvalidInput(
             "a message is not valid once in OpenAI's format", errors=field_errors(error.errors())
         ) from error
-    tenant_limits.check_rate(principal.tenant_id, len(creates))
-    new_bytes = sum(len(json.dumps(create.openai_message())) for create in creates)
-    new_sessions = 0
-    if tenant_limits.quotas:
-        async with database.tenant(principal.tenant_id) as db:
-            exists = await AgentSessionService(db, principal).find_by_external_id(session_id)
-        new_sessions = 0 if exists is not None else 1
-    await tenant_limits.check_quotas(
-        database, principal, new_bytes=new_bytes, new_sessions=new_sessions
+    return await flow.append_named(
+        principal, session_id, creates, keep_recent_count=NEW_SESSION_KEEP_RECENT
     )
-    async with database.tenant(principal.tenant_id) as db:
-        service = AgentSessionService(db, principal, Limits.from_settings(settings))
-        row = await service.get_or_create(session_id, keep_recent_count=NEW_SESSION_KEEP_RECENT)
-        outcome = await service.append(row.agent_session_id, creates)
-    tenant_limits.record(principal.tenant_id, added_bytes=new_bytes, sessions=new_sessions)
-    return outcome
 
 
 @router.post("/{session_id}/messages")
@@ -207,11 +193,9 @@ async def add_message(
     session_id: SessionPath,
     body: MessageIn,
     principal: Writer,
-    database: DatabaseDep,
-    settings: SettingsDep,
-    tenant_limits: LimitsDep,
+    flow: AppendFlowDep,
 ) -> Envelope[MessageAdded]:
-    outcome = await _append(session_id, [body], principal, database, settings, tenant_limits)
+    outcome = await _append(session_id, [body], principal, flow)
     return Envelope(
         result=MessageAdded(
             session_id=session_id,
@@ -226,11 +210,9 @@ async def add_messages(
     session_id: SessionPath,
     body: MessageBatchIn,
     principal: Writer,
-    database: DatabaseDep,
-    settings: SettingsDep,
-    tenant_limits: LimitsDep,
+    flow: AppendFlowDep,
 ) -> Envelope[MessagesAdded]:
-    outcome = await _append(session_id, body.messages, principal, database, settings, tenant_limits)
+    outcome = await _append(session_id, body.messages, principal, flow)
     return Envelope(
         result=MessagesAdded(
             session_id=session_id,
@@ -344,7 +326,7 @@ async def get_session_archive(
             limit=archive.end_seq - archive.start_seq + 1,
         )
     overview = archive.overview or archive.legacy_overview
-    return Envelope(result=archive_out(ArchiveRead.from_row(archive), overview, messages))
+    return Envelope(result=archive_out(archive_read(archive), overview, messages))
 
 
 @tasks_router.get("/{task_id}")
@@ -367,6 +349,4 @@ async def get_task(
             raise ResourceNotFound("task", task_id) from error
     if row.external_id is None:
         raise ResourceNotFound("task", task_id)
-    return Envelope(
-        result=task_out(ArchiveRead.from_row(archive), row.external_id, agent_session_id)
-    )
+    return Envelope(result=task_out(archive_read(archive), row.external_id, agent_session_id))

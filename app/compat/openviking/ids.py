@@ -12,8 +12,11 @@ import uuid
 from typing import Final
 from urllib.parse import quote
 
-SESSION_ID_PATTERN: Final = r"^[A-Za-z0-9_.@-]{1,255}$"
-"""OpenViking accepted any text (``a/b`` too); we accept what is safe in a path and a URI."""
+SESSION_ID_MAX_LENGTH: Final = 255
+SESSION_ID_PATTERN: Final = r"^(?:[A-Za-z0-9_.@-]*[A-Za-z0-9_@-][A-Za-z0-9_.@-]*|\.{3,})$"
+"""OpenViking accepted any text (``a/b`` too); we accept what is safe in a path and a URI: up to
+``SESSION_ID_MAX_LENGTH`` of these characters, but not ``.`` or ``..``, which a client that
+normalises its URLs turns into another path (no lookahead: the pattern is a JSON Schema's)."""
 ARCHIVE_SEQ_MAX: Final = 2**31 - 1
 
 _ARCHIVE_ID = re.compile(r"^archive_([0-9]{1,10})$")
@@ -22,7 +25,7 @@ _SESSION_ID = re.compile(SESSION_ID_PATTERN)
 
 
 def is_session_id(value: str) -> bool:
-    return _SESSION_ID.fullmatch(value) is not None
+    return len(value) <= SESSION_ID_MAX_LENGTH and _SESSION_ID.fullmatch(value) is not None
 
 
 def new_session_id() -> str:

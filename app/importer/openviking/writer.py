@@ -28,6 +28,7 @@ from app.importer.openviking.records import (
     keep_window,
     stored_count,
 )
+from app.sessions.appending import append_within
 from app.sessions.maintenance import maintenance_principal
 from app.sessions.records import StoredMessage
 from app.sessions.schemas import AgentSessionCreate, MessageCreate
@@ -90,6 +91,8 @@ def session_keep(session: OvSession, limits: Limits) -> int:
 class OpenVikingWriter:
     def __init__(self, db: AsyncSession, tenant_id: uuid.UUID, limits: Limits) -> None:
         principal = maintenance_principal(tenant_id)
+        self.db = db
+        self.scope = principal.scope
         self.limits = limits
         self.agent_sessions = AgentSessionService(db, principal, limits)
         self.archives = ArchiveService(db, principal)
@@ -114,8 +117,10 @@ class OpenVikingWriter:
         stored: list[StoredMessage] = []
         step = self.limits.max_batch_messages
         for start in range(0, len(messages), step):
-            outcome = await self.agent_sessions.append(
-                agent_session_id, messages[start : start + step]
+            # The API's append flow, inside this import's transaction (no rate: an operator's
+            # import is not a client's traffic; the quotas hold as for any append).
+            outcome = await append_within(
+                self.db, self.scope, agent_session_id, messages[start : start + step], self.limits
             )
             stored += outcome.messages
         return stored

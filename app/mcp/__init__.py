@@ -1,3 +1,0 @@
-"""``workmem mcp``: workmem's tools and working-memory resources for MCP hosts, on the official
-``mcp`` SDK (install ``workmem[mcp]``). Talks to a workmem deployment over HTTP with the typed
-client; never touches a database."""

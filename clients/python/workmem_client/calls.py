@@ -1,0 +1,382 @@
+"""Every request the client makes, one function each: the routes of ``docs/api.md`` as calls.
+
+Each function takes the route's parameters (keywords, ``None`` = the server's default) and
+returns a ``Call`` whose answer parses into the API's ``…Read`` model (``models``). Pure:
+nothing here sends a request, so the sync and the async client share these definitions.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from workmem_client.call import Call, body, keyed, nothing, query, reads
+from workmem_client.models import (
+    AgentSessionPage,
+    AgentSessionRead,
+    AppendResult,
+    ArchiveExpanded,
+    ArchivePage,
+    ArchiveRead,
+    BatchAppendResult,
+    CategoryName,
+    CommitRead,
+    CompactRead,
+    ContextRead,
+    DeliveryPage,
+    EventType,
+    HistorySearchRead,
+    MemorySearchRead,
+    MessagePage,
+    PinList,
+    PinRead,
+    RetractionRead,
+    SectionHistoryPage,
+    WebhookCreated,
+    WebhookPage,
+    WorkingMemoryRead,
+)
+
+Id = uuid.UUID | str
+Message = Mapping[str, Any]
+
+
+def _session(agent_session_id: Id) -> str:
+    return f"/v1/sessions/{agent_session_id}"
+
+
+# --- agent sessions ----------------------------------------------------------------------------
+
+
+def create_session(
+    *,
+    external_id: str | None = None,
+    user_id: str | None = None,
+    agent_id: str | None = None,
+    metadata: Mapping[str, Any] | None = None,
+    keep_recent_count: int | None = None,
+) -> Call[AgentSessionRead]:
+    """Create an agent session (``external_id`` is unique in the tenant: 409 when taken)."""
+    payload = body(
+        external_id=external_id,
+        user_id=user_id,
+        agent_id=agent_id,
+        metadata=None if metadata is None else dict(metadata),
+        keep_recent_count=keep_recent_count,
+    )
+    return Call("POST", "/v1/sessions", reads(AgentSessionRead), body=payload)
+
+
+def get_session(agent_session_id: Id) -> Call[AgentSessionRead]:
+    """The agent session and its counters (``pending_tokens``, ``live_message_count``, …)."""
+    return Call("GET", _session(agent_session_id), reads(AgentSessionRead))
+
+
+def list_sessions(
+    *,
+    user_id: str | None = None,
+    agent_id: str | None = None,
+    external_id: str | None = None,
+    cursor: str | None = None,
+    limit: int | None = None,
+) -> Call[AgentSessionPage]:
+    """Agent sessions, oldest first; pass ``next_cursor`` as ``cursor`` for the next page."""
+    params = query(
+        user_id=user_id, agent_id=agent_id, external_id=external_id, cursor=cursor, limit=limit
+    )
+    return Call("GET", "/v1/sessions", reads(AgentSessionPage), params=params)
+
+
+def delete_session(agent_session_id: Id) -> Call[None]:
+    """Erase the agent session: its messages, archives, section history and memories."""
+    return Call("DELETE", _session(agent_session_id), nothing)
+
+
+# --- messages ----------------------------------------------------------------------------------
+
+
+def append(
+    agent_session_id: Id, message: Message, *, idempotency_key: str | None = None
+) -> Call[AppendResult]:
+    """Append one OpenAI chat message (``metadata`` and ``created_at`` may ride along). With
+    ``idempotency_key``, sending it again (after a lost answer) stores nothing twice."""
+    return Call(
+        "POST",
+        f"{_session(agent_session_id)}/messages",
+        reads(AppendResult),
+        body=dict(message),
+        headers=keyed(idempotency_key),
+    )
+
+
+def append_batch(
+    agent_session_id: Id, messages: Sequence[Message], *, idempotency_key: str | None = None
+) -> Call[BatchAppendResult]:
+    """Append up to 500 messages atomically (a tool call with its results, for instance)."""
+    return Call(
+        "POST",
+        f"{_session(agent_session_id)}/messages:batch",
+        reads(BatchAppendResult),
+        body={"messages": [dict(message) for message in messages]},
+        headers=keyed(idempotency_key),
+    )
+
+
+def messages(
+    agent_session_id: Id, *, after_seq: int | None = None, limit: int | None = None
+) -> Call[MessagePage]:
+    """Stored messages by seq, archived ones included; ``next_after_seq`` pages."""
+    return Call(
+        "GET",
+        f"{_session(agent_session_id)}/messages",
+        reads(MessagePage),
+        params=query(after_seq=after_seq, limit=limit),
+    )
+
+
+def retract(agent_session_id: Id, *, seq: int | None = None) -> Call[RetractionRead]:
+    """Record that a live message is withdrawn (default: the newest one not withdrawn yet):
+    the stored message stays, the context and the next working memory leave it out."""
+    return Call(
+        "POST",
+        f"{_session(agent_session_id)}/messages:retract",
+        reads(RetractionRead),
+        body=body(seq=seq),
+    )
+
+
+# --- commit, archives, working memory ----------------------------------------------------------
+
+
+def commit(
+    agent_session_id: Id,
+    *,
+    keep_recent_count: int | None = None,
+    wait: bool = False,
+    wait_timeout_s: float | None = None,
+    idempotency_key: str | None = None,
+) -> Call[CommitRead]:
+    """Archive the live messages but the newest ``keep_recent_count``; with ``wait``, answer
+    once the working memory is written (``status`` ``done`` or ``failed``), or ``running``
+    when ``wait_timeout_s`` passed first."""
+    payload = body(keep_recent_count=keep_recent_count, wait_timeout_s=wait_timeout_s)
+    payload["wait"] = wait
+    return Call(
+        "POST",
+        f"{_session(agent_session_id)}/commit",
+        reads(CommitRead),
+        body=payload,
+        headers=keyed(idempotency_key),
+    )
+
+
+def archives(
+    agent_session_id: Id, *, before_seq: int | None = None, limit: int | None = None
+) -> Call[ArchivePage]:
+    """Archives, newest first."""
+    return Call(
+        "GET",
+        f"{_session(agent_session_id)}/archives",
+        reads(ArchivePage),
+        params=query(before_seq=before_seq, limit=limit),
+    )
+
+
+def archive(
+    agent_session_id: Id,
+    archive_seq: int,
+    *,
+    after_seq: int | None = None,
+    limit: int | None = None,
+) -> Call[ArchiveExpanded]:
+    """One archive expanded: its raw messages (paged), overview, abstract and decisions."""
+    return Call(
+        "GET",
+        f"{_session(agent_session_id)}/archives/{archive_seq}",
+        reads(ArchiveExpanded),
+        params=query(after_seq=after_seq, limit=limit),
+    )
+
+
+def retry_archive(agent_session_id: Id, archive_seq: int) -> Call[ArchiveRead]:
+    """Re-queue a failed archive."""
+    return Call(
+        "POST", f"{_session(agent_session_id)}/archives/{archive_seq}:retry", reads(ArchiveRead)
+    )
+
+
+def working_memory(agent_session_id: Id) -> Call[WorkingMemoryRead]:
+    """The current working memory (the empty document, ``archive_seq`` 0, before any)."""
+    return Call("GET", f"{_session(agent_session_id)}/working-memory", reads(WorkingMemoryRead))
+
+
+def working_memory_history(
+    agent_session_id: Id,
+    *,
+    section: str | None = None,
+    from_archive: int | None = None,
+    to_archive: int | None = None,
+    after_archive_seq: int | None = None,
+    after_position: int | None = None,
+    limit: int | None = None,
+) -> Call[SectionHistoryPage]:
+    """Section versions in (archive, position) order, optionally of one section."""
+    params = query(
+        section=section,
+        from_archive=from_archive,
+        to_archive=to_archive,
+        after_archive_seq=after_archive_seq,
+        after_position=after_position,
+        limit=limit,
+    )
+    return Call(
+        "GET",
+        f"{_session(agent_session_id)}/working-memory/history",
+        reads(SectionHistoryPage),
+        params=params,
+    )
+
+
+# --- context -----------------------------------------------------------------------------------
+
+
+def context(
+    agent_session_id: Id,
+    *,
+    token_budget: int | None = None,
+    reserve_tokens: int | None = None,
+    recall: str | None = None,
+    recall_limit: int | None = None,
+    recall_min_score: float | None = None,
+    fill: bool | None = None,
+) -> Call[ContextRead]:
+    """What to send the model next: ``messages`` (summary, then raw messages) and the
+    ``system_prompt_addition``, within ``token_budget`` (``fill``: the room left goes to the
+    newest messages the summary covers)."""
+    params = query(
+        token_budget=token_budget,
+        reserve_tokens=reserve_tokens,
+        fill=fill,
+        recall=recall,
+        recall_limit=recall_limit,
+        recall_min_score=recall_min_score,
+    )
+    return Call("GET", f"{_session(agent_session_id)}/context", reads(ContextRead), params=params)
+
+
+def compact(
+    agent_session_id: Id,
+    *,
+    token_budget: int | None = None,
+    reserve_tokens: int | None = None,
+    wait_timeout_s: float | None = None,
+    fill: bool | None = None,
+) -> Call[CompactRead]:
+    """Commit every live message, wait for the working memory, then the context."""
+    params = query(
+        token_budget=token_budget,
+        reserve_tokens=reserve_tokens,
+        wait_timeout_s=wait_timeout_s,
+        fill=fill,
+    )
+    return Call("POST", f"{_session(agent_session_id)}/compact", reads(CompactRead), params=params)
+
+
+# --- long-term memory, history search, pins ----------------------------------------------------
+
+
+def search_memories(
+    q: str,
+    *,
+    user_id: str | None = None,
+    category: CategoryName | None = None,
+    limit: int | None = None,
+    min_score: float | None = None,
+    include_superseded: bool | None = None,
+) -> Call[MemorySearchRead]:
+    """Hybrid search of long-term memories (a user-bound key searches its user's only)."""
+    params = query(
+        q=q,
+        user_id=user_id,
+        category=category,
+        limit=limit,
+        min_score=min_score,
+        include_superseded=include_superseded,
+    )
+    return Call("GET", "/v1/memories/search", reads(MemorySearchRead), params=params)
+
+
+def search_history(
+    agent_session_id: Id,
+    q: str,
+    *,
+    limit: int | None = None,
+    from_seq: int | None = None,
+    to_seq: int | None = None,
+) -> Call[HistorySearchRead]:
+    """Full-text search over the agent session's raw messages, archived ones included, best
+    first (optionally within ``from_seq``..``to_seq``)."""
+    return Call(
+        "GET",
+        f"{_session(agent_session_id)}/history/search",
+        reads(HistorySearchRead),
+        params=query(q=q, limit=limit, from_seq=from_seq, to_seq=to_seq),
+    )
+
+
+def pins(agent_session_id: Id) -> Call[PinList]:
+    """The agent session's pins in force: items its context never loses."""
+    return Call("GET", f"{_session(agent_session_id)}/pins", reads(PinList))
+
+
+def pin(
+    agent_session_id: Id,
+    *,
+    text: str | None = None,
+    message_seq: int | None = None,
+    section: str | None = None,
+) -> Call[PinRead]:
+    """Pin a text, or a message (its exact text) by its seq."""
+    return Call(
+        "POST",
+        f"{_session(agent_session_id)}/pins",
+        reads(PinRead),
+        body=body(text=text, message_seq=message_seq, section=section),
+    )
+
+
+def unpin(agent_session_id: Id, pin_id: Id) -> Call[None]:
+    return Call("DELETE", f"{_session(agent_session_id)}/pins/{pin_id}", nothing)
+
+
+# --- webhooks (admin keys) ---------------------------------------------------------------------
+
+
+def create_webhook(
+    url: str, events: Sequence[EventType], *, description: str | None = None
+) -> Call[WebhookCreated]:
+    """Subscribe ``url`` to ``events``; the answer carries the signing secret, shown once."""
+    payload = body(url=url, events=list(events), description=description)
+    return Call("POST", "/v1/webhooks", reads(WebhookCreated), body=payload)
+
+
+def list_webhooks() -> Call[WebhookPage]:
+    return Call("GET", "/v1/webhooks", reads(WebhookPage))
+
+
+def delete_webhook(webhook_id: Id) -> Call[None]:
+    """Unsubscribe: deliveries not yet made are dropped."""
+    return Call("DELETE", f"/v1/webhooks/{webhook_id}", nothing)
+
+
+def webhook_deliveries(
+    webhook_id: Id, *, cursor: str | None = None, limit: int | None = None
+) -> Call[DeliveryPage]:
+    """Deliveries of a subscription, newest first, each with its attempts."""
+    return Call(
+        "GET",
+        f"/v1/webhooks/{webhook_id}/deliveries",
+        reads(DeliveryPage),
+        params=query(cursor=cursor, limit=limit),
+    )
