@@ -23,6 +23,7 @@ from uvicorn.supervisors import Multiprocess
 
 from app.config import Settings
 from app.embedded import EmbeddedPostgres
+from app.http_guard import ConnectionLimits, protocol_factory
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
@@ -52,11 +53,19 @@ def serve(
     def announce() -> None:
         print(f"workmem: serving on http://{settings.host}:{settings.port}", flush=True)  # noqa: T201
 
+    limits = ConnectionLimits(
+        header_timeout_s=settings.http_header_timeout_s,
+        max_connections=settings.http_max_connections,
+        max_header_bytes=settings.http_max_header_bytes,
+    )
     options: dict[str, Any] = {
         "host": settings.host,
         "port": settings.port,
         "log_config": None,
         "timeout_graceful_shutdown": 10,
+        "timeout_keep_alive": settings.http_keep_alive_s,
+        "h11_max_incomplete_event_size": settings.http_max_header_bytes,
+        "http": protocol_factory(limits),
     }
     received: list[int] = []
 
@@ -74,7 +83,7 @@ def serve(
             started = server.started
         else:
             # Several processes import the app by name and read their settings from the
-            # environment; uvicorn picks uvloop and httptools by itself when they are installed.
+            # environment; uvicorn picks uvloop by itself when it is installed.
             os.environ["DATABASE_URL"] = str(settings.database_url)
             os.environ.pop("WORKMEM_DATABASE_URL", None)
             config = uvicorn.Config("app.asgi:app", workers=workers, **options)

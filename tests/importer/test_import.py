@@ -23,8 +23,8 @@ from app.sessions.service import AgentSessionService, Limits
 from tests.conftest import TenantKeys, make_tenant
 from tests.importer.conftest import row_counts, run_import, snapshot
 from tests.importer.expected import read_workspace
-from tests.importer.test_reader import CORRUPTION, corrupt
 from tests.support.openviking import SAMPLE, SESSIONS, copy_sample
+from tests.support.workspaces import CORRUPTION, corrupt
 
 
 async def rows(database: Database, keys: TenantKeys, query: str) -> list[Any]:

@@ -27,6 +27,7 @@ from app.models import ArchiveStatus
 from app.sessions.schemas import MessageCreate
 from tests.importer.expected import read_workspace
 from tests.support.openviking import SAMPLE, SESSIONS, copy_sample
+from tests.support.workspaces import CORRUPTION, corrupt
 
 LIMIT = 1024 * 1024
 V2 = "# Working Memory\n\n" + "\n".join(
@@ -254,53 +255,6 @@ def test_archive_status_rules(
     assert [p.kind for p in read.problems] == problems
     if status is ArchiveStatus.FAILED and not problems:
         assert (archive.error_stage, archive.last_error) == ("archive_read", "boom")
-
-
-def corrupt(workspace: Path) -> None:
-    """The damage of a real workspace: a truncated line, a lost ``.meta.json``, an unknown part
-    type, and an archive folder whose messages are gone."""
-    swe = workspace / SESSIONS / "swe-marshmallow-1867"
-    archived = swe / "history/archive_002/messages.jsonl"
-    rows = archived.read_text().split("\n")
-    rows[2] = rows[2][: len(rows[2]) // 2]
-    archived.write_text("\n".join(rows))
-    (workspace / SESSIONS / "tau-airline-task0-trial0/.meta.json").unlink()
-    live = workspace / SESSIONS / "locomo-conv26/messages.jsonl"
-    rows = live.read_text().split("\n")
-    first = json.loads(rows[0])
-    first["parts"].append({"type": "hologram", "uri": "viking://x"})
-    rows[0] = json.dumps(first)
-    live.write_text("\n".join(rows))
-    empty = workspace / SESSIONS / "locomo-conv26/history/archive_003"
-    empty.mkdir()
-    (empty / "messages.jsonl").write_text("")
-    (empty / ".done").write_text("{}")
-
-
-CORRUPTION = [
-    (
-        "viking/acme/user/alice/sessions/locomo-conv26/history/archive_003",
-        None,
-        ProblemKind.EMPTY_ARCHIVE,
-    ),
-    ("viking/acme/user/alice/sessions/locomo-conv26/messages.jsonl", 1, ProblemKind.UNKNOWN_PART),
-    ("viking/acme/user/alice/sessions/locomo-conv26/.meta.json", None, ProblemKind.META_MISMATCH),
-    (
-        "viking/acme/user/alice/sessions/swe-marshmallow-1867/history/archive_002/messages.jsonl",
-        3,
-        ProblemKind.INVALID_JSON,
-    ),
-    (
-        "viking/acme/user/alice/sessions/swe-marshmallow-1867/.meta.json",
-        None,
-        ProblemKind.META_MISMATCH,
-    ),
-    (
-        "viking/acme/user/alice/sessions/tau-airline-task0-trial0/.meta.json",
-        None,
-        ProblemKind.MISSING_META,
-    ),
-]
 
 
 def test_every_damage_is_reported_where_it_is(tmp_path: Path) -> None:
