@@ -21,7 +21,7 @@ import pytest
 
 from app.embedded import HANDLE_FILE, POSTMASTER_PID, live_handles, recover, restart_delay
 from tests.support.clusters import postgres_processes, postmaster_pid, stop_cluster
-from tests.test_e2e import Server, workmem_command
+from tests.support.servers import Server, workmem_command
 
 
 def running(data_dir: Path) -> int:
