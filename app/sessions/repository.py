@@ -335,6 +335,13 @@ class MessageRepository:
             Message.agent_session_id == agent_session_id,
         ]
 
+    async def tool_call_ids(self, agent_session_id: uuid.UUID) -> set[str]:
+        """The call ids the agent session's tool results answer."""
+        statement = select(Message.message["tool_call_id"].astext).where(
+            *self._of(agent_session_id), Message.role == "tool"
+        )
+        return {value for value in (await self.db.scalars(statement)).all() if value}
+
     async def sum_tokens(self, agent_session_id: uuid.UUID, after_seq: int, upto_seq: int) -> int:
         """Tokens of the messages with ``after_seq < seq <= upto_seq``."""
         if upto_seq <= after_seq:
