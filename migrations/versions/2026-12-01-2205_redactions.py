@@ -6,7 +6,7 @@ happened, holding no content of its own: the key that redacted it, the time and 
 Deleting the message (with its agent session) deletes it.
 
 Revision ID: 20261201_2205_redactions
-Revises: 20261201_2200_bounded_history
+Revises: 20261201_2203_trust_views
 Create Date: 2026-12-01 22:05:00+00:00
 """
 
@@ -16,7 +16,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "20261201_2205_redactions"
-down_revision: str | None = "20261201_2200_bounded_history"
+down_revision: str | None = "20261201_2203_trust_views"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
