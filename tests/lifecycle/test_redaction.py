@@ -12,9 +12,8 @@ from sqlalchemy import text
 from app.db import Database
 from tests.audit.pages import sign_in
 from tests.conftest import AppFactory, TenantKeys
-from tests.lifecycle.scan import tables_holding
-from tests.sessions.test_api import create_session
-from tests.sessions.test_retraction import retract
+from tests.support.api import create_session
+from tests.support.scan import tables_holding
 
 SECRET = "hunter2"
 MESSAGES = [
@@ -311,7 +310,9 @@ async def test_retracted_messages_are_marked_in_the_list_and_in_ui(
         json={"messages": [{"role": "user", "content": "one"}, {"role": "user", "content": "two"}]},
         headers=tenant.write,
     )
-    withdrawn = await retract(client, tenant, sid, seq=2)
+    withdrawn = await client.post(
+        f"/v1/sessions/{sid}/messages:retract", json={"seq": 2}, headers=tenant.write
+    )
     assert withdrawn.status_code == 200
     listed = (await client.get(f"/v1/sessions/{sid}/messages", headers=tenant.read)).json()
     assert [item["retracted_at"] is not None for item in listed["items"]] == [False, True]

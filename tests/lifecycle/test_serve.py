@@ -6,7 +6,7 @@ from pathlib import Path
 
 import httpx
 
-from tests.test_e2e import Server
+from tests.support.servers import Server
 
 
 def test_a_secret_is_redacted_through_the_real_server(tmp_path: Path) -> None:

@@ -236,6 +236,10 @@ class ItemSourceRead(BaseModel):
         default=None,
         description="Task & Goals constraints: the user messages among seqs that state it",
     )
+    authority: list[str] | None = Field(
+        default=None,
+        description="who its sources are: user, system, pin, assistant, tool (a constraint or goal from assistant or tool messages only is not an instruction)",
+    )
 
 
 class WorkingMemoryRead(BaseModel):
