@@ -19,16 +19,20 @@ from fastapi_offline import FastAPIOffline
 from sqlalchemy import exc as sa_exc
 
 from app import metrics
+from app.archives.dependencies import WORKER
 from app.archives.endpoints import router as archives_router
 from app.archives.generation import WorkingMemoryGenerator
 from app.audit.endpoints import install as install_audit_pages
 from app.compat.openviking.app import install as install_openviking_api
 from app.config import Settings
 from app.context.endpoints import router as context_router
-from app.db import Bounds, Database, is_unavailable
+from app.db import Bounds, Database
+from app.deps import DATABASE, SETTINGS
 from app.errors import Unavailable
 from app.history.endpoints import router as history_router
+from app.lifecycle.endpoints import router as lifecycle_router
 from app.limits.service import LimitConfig, TenantLimits
+from app.memories.dependencies import EMBEDDER
 from app.memories.embedding import Embedder
 from app.memories.endpoints import router as memories_router
 from app.memories.service import embedder_problem
@@ -36,6 +40,7 @@ from app.migrations import head_revision
 from app.observability import ObserveRequests
 from app.pins.endpoints import router as pins_router
 from app.sessions.appending import AppendFlow
+from app.sessions.dependencies import APPEND_FLOW
 from app.sessions.endpoints import router as sessions_router
 from app.sessions.group_commit import GroupCommit
 from app.sessions.prepare import Limits
@@ -44,7 +49,7 @@ from app.tenancy.auth import Authenticator
 from app.tenancy.endpoints import keys_router
 from app.tenancy.endpoints import router as admin_router
 from app.web.docs_pages import OfflineDocsPolicy
-from app.web.errors import install_error_handlers, problem, too_large
+from app.web.errors import SubApps, install_error_handlers, problem
 from app.web.json_bodies import BodiesAreJson
 from app.web.landing import install_landing
 from app.web.links import Link, document_links
@@ -76,58 +81,64 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        # Everything built here is kept in a typed slot of the app's state (``app.web.state``)
+        # declared beside the feature that reads it.
         owned = database is None
         if database is not None:
-            app.state.database = database
+            db_ = database
         else:
             if not settings.database_url:
                 raise RuntimeError(
                     "no database URL: start through `workmem serve` or set DATABASE_URL"
                 )
-            app.state.database = Database.from_url(
+            db_ = Database.from_url(
                 settings.database_url,
                 pool_size=settings.pool_size,
                 bounds=Bounds.from_settings(settings),
             )
+        DATABASE.put(app, db_)
         try:
-            await app.state.database.check_login()
+            await db_.check_login()
         except Unavailable:
             # Serving 503 until the database returns is better than not starting; `workmem
             # serve` and `workmem worker` check the login before they start anyway.
             logger.warning("database unreachable at start: its login was not checked")
-        await app.state.database.open()
-        app.state.group_commit = (
-            GroupCommit(app.state.database, max_batch=settings.group_commit_max_batch)
+        await db_.open()
+        group_commit = (
+            GroupCommit(db_, max_batch=settings.group_commit_max_batch)
             if settings.group_commit
             else None
         )
-        app.state.settings = settings
-        app.state.limits = TenantLimits(LimitConfig.from_settings(settings))
-        app.state.append_flow = AppendFlow(
-            app.state.database,
-            Limits.from_settings(settings),
-            app.state.limits,
-            app.state.group_commit,
+        SETTINGS.put(app, settings)
+        APPEND_FLOW.put(
+            app,
+            AppendFlow(
+                db_,
+                Limits.from_settings(settings),
+                TenantLimits(LimitConfig.from_settings(settings)),
+                group_commit,
+            ),
         )
-        app.state.authenticator = Authenticator(app.state.database, settings)
-        app.state.embedder = build_embedder(settings)
+        app.state.authenticator = Authenticator(db_, settings)
+        embedder = build_embedder(settings)
+        EMBEDDER.put(app, embedder)
         try:
-            await check_embedder(app.state.database, app.state.embedder)
+            await check_embedder(db_, embedder)
         except Unavailable:
             # The service starts with the database down and recovers when it returns; /readyz
             # repeats the check and stays 503 while the embedder does not fit.
             logger.warning("the embedder's dimension could not be checked: database unreachable")
         chosen = generator or build_generator(settings)
-        memories = build_memory_extractor(settings, chosen, app.state.embedder)
-        worker = build_worker(settings, app.state.database, chosen, memories)
-        app.state.worker = worker
+        memories = build_memory_extractor(settings, chosen, embedder)
+        worker = build_worker(settings, db_, chosen, memories)
+        WORKER.put(app, worker)
         stop = asyncio.Event()
         task = asyncio.create_task(worker.run_alone(stop)) if settings.worker_enabled else None
         # Webhooks are delivered where the archive worker runs (serve without it leaves them
         # to `workmem worker`); any number of loops may run, each claim is its own.
         deliverer = None
         if settings.worker_enabled and settings.webhooks_delivery:
-            deliverer = build_deliverer(settings, app.state.database)
+            deliverer = build_deliverer(settings, db_)
         delivering = None if deliverer is None else asyncio.create_task(deliverer.run(stop))
         try:
             yield
@@ -139,11 +150,11 @@ def create_app(
                 await delivering
                 await deliverer.close()
             await worker.close()
-            if app.state.group_commit is not None:
-                await app.state.group_commit.close()
-            await close_embedder(app.state.embedder)
+            if group_commit is not None:
+                await group_commit.close()
+            await close_embedder(embedder)
             if owned:
-                await app.state.database.dispose()
+                await db_.dispose()
 
     # /docs and /redoc load Swagger UI and ReDoc from files the service serves itself: no CDN.
     app = FastAPIOffline(
@@ -153,17 +164,18 @@ def create_app(
         lifespan=lifespan,
         static_url="/docs/static",
     )
+    sub_apps = SubApps()
     app.add_middleware(
         BodyGuard,
         max_bytes=settings.max_body_bytes,
         idle_s=settings.body_idle_timeout_s,
         total_s=settings.body_timeout_s,
-        refuse=too_large,
+        refuse=sub_apps.too_large,
     )
     app.add_middleware(ObserveRequests)
     app.add_middleware(OfflineDocsPolicy)
     app.add_middleware(BodiesAreJson)
-    install_error_handlers(app)
+    install_error_handlers(app, sub_apps)
     document_problems(app)
     document_links(app, V1_LINKS)
     document_security(app)
@@ -181,9 +193,11 @@ def create_app(
     # Pins and history search (DESIGN 18).
     app.include_router(pins_router)
     app.include_router(history_router)
+    # Redaction (the data lifecycle).
+    app.include_router(lifecycle_router)
 
     # The OpenViking-compatible API under /api/v1, with its own envelope errors (and /health).
-    install_openviking_api(app, is_unavailable=is_unavailable)
+    install_openviking_api(app, sub_apps)
 
     @app.get("/healthz", tags=["operations"])
     async def healthz() -> dict[str, str]:
@@ -191,10 +205,10 @@ def create_app(
 
     @app.get("/readyz", tags=["operations"], response_model=None, responses=problems(503))
     async def readyz(request: Request) -> dict[str, str] | JSONResponse:
-        db_: Database = request.app.state.database
+        db_ = DATABASE.get(request.app)
         # The check runs as a task of its own, so the answer never waits longer than the
         # bound, even when a frozen server leaves the check (or its cleanup) hanging.
-        check = asyncio.ensure_future(_readiness(db_, request.app.state.embedder))
+        check = asyncio.ensure_future(_readiness(db_, EMBEDDER.get(request.app)))
         check.add_done_callback(_consume)
         try:
             current, embedder_mismatch = await asyncio.wait_for(
@@ -224,7 +238,7 @@ def create_app(
     @app.get("/metrics", tags=["operations"], response_class=Response)
     async def metrics_text(request: Request) -> Response:
         """Prometheus metrics of this process (plus the archive queue, read at scrape)."""
-        body, content_type = await metrics.exposition(request.app.state.database)
+        body, content_type = await metrics.exposition(DATABASE.get(request.app))
         return Response(body, media_type=content_type)
 
     return app

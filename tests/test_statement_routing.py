@@ -28,18 +28,19 @@ from app.db import Database
 from app.main import create_app
 from tests.conftest import TenantKeys, make_tenant
 from tests.support.postgres import PostgresForTests
+from tests.support.privileged import documented
 from tests.support.statements import Statement, StatementLog
-from tests.test_privileged_paths import documented
 
 TENANT_PARAM = re.compile(r"tenant_id\s*=\s*%\((\w+)\)s")
 INSERT_COLUMNS = re.compile(r"^INSERT INTO (\w+)(?: AS \w+)? \(([^)]*)\)")
 CALL = re.compile(r"\b(workmem_[a-z_]+)\(")
 # Statements that touch no tenant table: the driver's and SQLAlchemy's connection setup, the
-# login check, the advisory lock of the in-process worker and its liveness probe.
+# login check, the advisory lock of the in-process worker and its liveness probe, the service
+# key of a service transaction and a statement's own time bound.
 CONNECTION_LEVEL = re.compile(
     r"^(?:select pg_catalog\.version\(\)|select current_schema\(\)|show \w+|"
     r"select pg_catalog\.pg_type\.|SELECT rolname, rolsuper, rolbypassrls FROM pg_roles|"
-    r"SELECT pg_try_advisory_lock|SELECT 1$|SELECT set_config\('app\.service_key')",
+    r"SELECT pg_try_advisory_lock|SELECT 1$|SELECT set_config\('(?:app\.service_key|statement_timeout)')",
     re.IGNORECASE,
 )
 

@@ -12,6 +12,8 @@ from typing import Annotated
 from fastapi import APIRouter, Path, Query, Response, status
 
 from app.archives import flows
+from app.archives.dependencies import WorkerDep
+from app.archives.presenter import archive_expanded, archive_read, section_history_page
 from app.archives.schemas import (
     ArchiveExpanded,
     ArchivePage,
@@ -23,8 +25,9 @@ from app.archives.schemas import (
 )
 from app.archives.service import ArchiveService
 from app.archives.working_memory import WorkingMemory
-from app.deps import DatabaseDep, RequestKeyDep, SettingsDep, WorkerDep
+from app.deps import DatabaseDep, SettingsDep
 from app.errors import InvalidInput
+from app.idempotency.dependencies import RequestKeyDep
 from app.idempotency.responses import JSON, answered
 from app.tenancy.auth import Reader, Writer
 from app.validation import SEQ_MAX
@@ -113,7 +116,7 @@ def commit_read(result: flows.CommitResult, *, wait: bool) -> tuple[CommitRead, 
     finished = archive.status.is_finished
     read = CommitRead(
         status=(archive.status.value if finished else "running") if wait else "accepted",
-        archive=ArchiveRead.from_row(archive),
+        archive=archive_read(archive),
         working_memory=None
         if result.working_memory is None
         else WorkingMemoryRead.from_value(result.working_memory, result.memories),
@@ -136,9 +139,7 @@ async def list_archives(
         rows, next_before = await ArchiveService(db, principal).page(
             agent_session_id, before_seq=before_seq, limit=limit
         )
-    return ArchivePage(
-        items=[ArchiveRead.from_row(row) for row in rows], next_before_seq=next_before
-    )
+    return ArchivePage(items=[archive_read(row) for row in rows], next_before_seq=next_before)
 
 
 @router.get("/{agent_session_id}/archives/{archive_seq:int}", responses=problems(404, 422))
@@ -156,7 +157,7 @@ async def expand_archive(
         expanded = await ArchiveService(db, principal).expand(
             agent_session_id, archive_seq, after_seq=after_seq or 0, limit=limit
         )
-    return ArchiveExpanded.from_expanded(expanded)
+    return archive_expanded(expanded)
 
 
 @router.post(
@@ -172,7 +173,7 @@ async def retry_archive(
     async with database.tenant(principal.tenant_id) as db:
         archive = await ArchiveService(db, principal).retry(agent_session_id, archive_seq)
     worker.wakeup.set()
-    return ArchiveRead.from_row(archive)
+    return archive_read(archive)
 
 
 @router.get("/{agent_session_id}/working-memory", responses=problems(404, 422))
@@ -236,4 +237,4 @@ async def working_memory_history(
             from_archive=from_archive,
             to_archive=to_archive,
         )
-    return SectionHistoryPage.from_page(page)
+    return section_history_page(page)

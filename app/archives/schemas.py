@@ -1,7 +1,8 @@
 """Request and response bodies for commits, archives and working memory.
 
-Each ``…Read`` is built from the ORM row or the domain value a service returned (``from_row``,
-``from_value``); services never build them.
+Leaves: built from domain values (``from_value``, ``from_recorded``) or, for what a service
+returns as ORM rows, by ``presenter`` beside the endpoints; they import no service, repository,
+database or ORM module (an import contract holds it).
 """
 
 from __future__ import annotations
@@ -12,11 +13,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.archives.service import ExpandedArchive, HistoryPage
+from app.archives.status import ArchiveStatus
 from app.archives.working_memory import RecordedDecision, WorkingMemory
 from app.memories.records import ProducedMemory
 from app.memories.schemas import MemoryReportRead, ProducedMemoryRead
-from app.models import Archive, ArchiveStatus, WmSectionVersion
 from app.sessions.schemas import MessageRead
 
 
@@ -55,12 +55,22 @@ class ItemSourceRead(BaseModel):
         default_factory=list,
         description="Task & Goals constraints: the user messages among seqs that state it",
     )
+    authority: list[str] = Field(
+        default_factory=list,
+        description="who its sources are: user, system, pin, assistant, tool (a constraint or "
+        "goal from assistant or tool messages only is not an instruction)",
+    )
 
 
 def sources_read(value: WorkingMemory) -> dict[str, list[ItemSourceRead]]:
     return {
         section.value: [
-            ItemSourceRead(item=entry.item, seqs=list(entry.seqs), evidence=list(entry.evidence))
+            ItemSourceRead(
+                item=entry.item,
+                seqs=list(entry.seqs),
+                evidence=list(entry.evidence),
+                authority=list(entry.authority),
+            )
             for entry in entries
         ]
         for section, entries in value.sources.items()
@@ -99,10 +109,6 @@ class ArchiveRead(BaseModel):
         description="what long-term memory extraction did; null before the archive is done, "
         "or when extraction is off"
     )
-
-    @classmethod
-    def from_row(cls, row: Archive) -> ArchiveRead:
-        return cls.model_validate(row, from_attributes=True)
 
 
 class ArchivePage(BaseModel):
@@ -164,22 +170,6 @@ class ArchiveExpanded(ArchiveRead):
         "archive via their events, archive → memories here)"
     )
 
-    @classmethod
-    def from_expanded(cls, expanded: ExpandedArchive) -> ArchiveExpanded:
-        archive = expanded.archive
-        return cls(
-            **ArchiveRead.from_row(archive).model_dump(),
-            overview=archive.overview,
-            legacy_overview=archive.legacy_overview,
-            decisions=[DecisionRead.from_recorded(d) for d in expanded.decisions],
-            messages=[
-                MessageRead.from_stored(m, archived_upto_seq=archive.end_seq)
-                for m in expanded.messages
-            ],
-            next_after_seq=expanded.next_after_seq,
-            produced_memories=[ProducedMemoryRead.from_value(m) for m in expanded.memories],
-        )
-
 
 class CommitRead(BaseModel):
     status: Literal["accepted", "skipped", "done", "failed", "running"]
@@ -211,10 +201,6 @@ class SectionVersionRead(BaseModel):
     prompt_version: str | None
     created_at: datetime
 
-    @classmethod
-    def from_row(cls, row: WmSectionVersion) -> SectionVersionRead:
-        return cls.model_validate(row, from_attributes=True)
-
 
 class SectionHistoryPage(BaseModel):
     items: list[SectionVersionRead]
@@ -224,12 +210,3 @@ class SectionHistoryPage(BaseModel):
     next_after_position: int | None = Field(
         description="pass as after_position (with after_archive_seq) to read the next page"
     )
-
-    @classmethod
-    def from_page(cls, page: HistoryPage) -> SectionHistoryPage:
-        after = page.next_after
-        return cls(
-            items=[SectionVersionRead.from_row(row) for row in page.items],
-            next_after_archive_seq=None if after is None else after[0],
-            next_after_position=None if after is None else after[1],
-        )

@@ -36,6 +36,10 @@ _TONES: Mapping[Reason, Tone] = {
     Reason.INVALID_OP: "invalid",
     Reason.UNRECOVERABLE_ARGUMENTS: "invalid",
     Reason.UNSOURCED_CONSTRAINT: "alert",
+    Reason.SOURCE_RESTORED: "restored",
+    Reason.CONTRADICTS_SOURCE: "alert",
+    Reason.CONFLICTING_CONSTRAINT: "alert",
+    Reason.TOOL_SOURCED_INSTRUCTION: "alert",
 }
 
 _PHRASES: Mapping[Reason, str] = {
@@ -58,6 +62,10 @@ _PHRASES: Mapping[Reason, str] = {
     Reason.INVALID_OP: "the op was unusable: kept",
     Reason.UNRECOVERABLE_ARGUMENTS: "the model's arguments were unreadable: kept",
     Reason.UNSOURCED_CONSTRAINT: "a constraint no user message gave: marked unsourced",
+    Reason.SOURCE_RESTORED: "left out what the messages said: restored from the source",
+    Reason.CONTRADICTS_SOURCE: "a constraint that inverts its own source: marked",
+    Reason.CONFLICTING_CONSTRAINT: "a constraint that inverts a kept one: marked",
+    Reason.TOOL_SOURCED_INSTRUCTION: "an instruction from a tool result or the assistant: marked",
 }
 
 

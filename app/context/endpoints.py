@@ -11,6 +11,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Query
 
 from app.archives import flows
+from app.archives.dependencies import WorkerDep
 from app.context.budget import (
     DEFAULT_TOKEN_BUDGET,
     MAX_TOKEN_BUDGET,
@@ -20,10 +21,12 @@ from app.context.budget import (
 )
 from app.context.clearing import MAX_EXCLUDED_TOOLS, Clearing, excluded_tools
 from app.context.fill import DEFAULT_FILL
+from app.context.presenter import context_read
 from app.context.schemas import CompactCommit, CompactRead, ContextRead
 from app.context.service import ContextService, RecallRequest
-from app.deps import DatabaseDep, EmbedderDep, SettingsDep, WorkerDep
+from app.deps import DatabaseDep, SettingsDep
 from app.errors import InvalidInput
+from app.memories.dependencies import EmbedderDep
 from app.memories.service import RECALL_LIMIT, embed_query
 from app.tenancy.auth import Reader, Writer
 from app.web.problems import TENANT_ROUTE, problems
@@ -150,7 +153,7 @@ async def get_context(
         context = await ContextService(db, principal).assemble(
             agent_session_id, budget, request, fill=fill, clearing=clearing
         )
-    return ContextRead.from_assembled(context)
+    return context_read(context)
 
 
 @router.post("/{agent_session_id}/compact")
@@ -186,4 +189,4 @@ async def compact(
         context = await ContextService(db, principal).assemble(
             agent_session_id, budget, fill=fill, clearing=clearing
         )
-    return CompactRead(**dict(ContextRead.from_assembled(context)), commit=commit)
+    return CompactRead(**dict(context_read(context)), commit=commit)

@@ -1,34 +1,22 @@
 """Response bodies of the assembled context and of compact (DESIGN 7).
 
 Field names and reason strings here are the API; they never carry internal objects or SQL rows.
-``ContextRead.from_assembled`` maps what ``ContextService`` decided to the answer.
+Leaves: ``presenter.context_read`` maps what ``ContextService`` decided to the answer.
 """
 
 from __future__ import annotations
 
 import uuid
-from bisect import bisect_left, bisect_right
-from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
 from app.archives.schemas import ItemSourceRead, sources_read
+from app.archives.status import ArchiveStatus
 from app.archives.working_memory import WorkingMemory
-from app.context.service import AssembledContext
-from app.models import Archive, ArchiveStatus
 
 InContext = Literal["summary", "raw", "partial", "none"]
-
-
-def _in_context(archive: Archive, floor_seq: int, included: Sequence[int]) -> InContext:
-    if archive.end_seq <= floor_seq:
-        return "summary"
-    count = bisect_right(included, archive.end_seq) - bisect_left(included, archive.start_seq)
-    if count == 0:
-        return "none"
-    return "raw" if count == archive.end_seq - archive.start_seq + 1 else "partial"
 
 
 class ContextWorkingMemory(BaseModel):
@@ -199,121 +187,6 @@ class ContextRead(BaseModel):
     archive_count: int
     tokens: ContextTokens
     stats: ContextStats
-
-    @classmethod
-    def from_assembled(cls, context: AssembledContext) -> ContextRead:
-        agent_session, budget, index = context.agent_session, context.budget, context.index
-        result, window, working_memory = context.assembly, context.window, context.working_memory
-        included = result.included_seqs
-        floor_seq = window.floor_seq
-        newest = index[0] if index else None
-        tail = None
-        if newest is not None and newest.tail_start_seq is not None and newest.tail_end_seq:
-            tail = PreservedTail(
-                archive_seq=newest.archive_seq,
-                start_seq=newest.tail_start_seq,
-                end_seq=newest.tail_end_seq,
-                message_count=newest.tail_message_count,
-                tokens=newest.tail_tokens,
-                keep_recent_count=newest.keep_recent_count,
-                in_context=bisect_right(included, newest.tail_end_seq)
-                - bisect_left(included, newest.tail_start_seq),
-            )
-        summary = result.summary
-        return cls(
-            agent_session_id=agent_session.agent_session_id,
-            system_prompt_addition=result.system_prompt_addition,
-            messages=result.messages,
-            working_memory=None
-            if working_memory is None
-            else ContextWorkingMemory.from_value(working_memory),
-            preserved_tail=tail,
-            archive_index=[
-                ArchiveIndexEntry(
-                    archive_seq=archive.archive_seq,
-                    start_seq=archive.start_seq,
-                    end_seq=archive.end_seq,
-                    status=archive.status,
-                    abstract=archive.abstract,
-                    in_context=_in_context(archive, floor_seq, included),
-                )
-                for archive in index
-            ],
-            archive_count=agent_session.archive_count,
-            tokens=ContextTokens(
-                budget=budget.budget,
-                reserved=budget.reserved,
-                usable=budget.usable,
-                wm_layer=result.wm_layer,
-                system_prompt_addition=result.hint_tokens,
-                wm=result.wm_tokens,
-                memories=result.recall.tokens,
-                pinned=result.pinned.tokens,
-                messages=result.message_tokens + result.filled_tokens,
-                filled=result.filled_tokens,
-                total=result.total,
-                history_total=agent_session.total_tokens,
-                over_budget=result.over_budget,
-            ),
-            stats=ContextStats(
-                messages_unsummarised=agent_session.last_seq - floor_seq,
-                messages_included=len(included),
-                included_seqs=list(included),
-                messages_omitted=sum(end - start + 1 for start, end in result.omitted),
-                omitted_ranges=[SeqRange(start_seq=s, end_seq=e) for s, e in result.omitted],
-                dropped=[
-                    DroppedMessage(seq=item.seq, reason=item.reason.value)
-                    for item in result.dropped
-                ],
-                sanitised_messages=result.sanitised,
-                newest_user_seq=result.newest_user_seq,
-                wm_cuts=[
-                    WmCutRead(
-                        kind=cut.kind.value,
-                        section=None if cut.section is None else cut.section.value,
-                        removed=cut.removed,
-                    )
-                    for cut in (summary.cuts if summary is not None else ())
-                ],
-                summary_omitted=summary is not None and summary.text is None,
-                hint_omitted=result.hint_omitted,
-                messages_filled=len(result.filled),
-                filled_range=None
-                if not result.filled
-                else SeqRange(start_seq=result.filled[0].seq, end_seq=result.filled[-1].seq),
-                recall=None
-                if context.recall is None
-                else RecallStats(
-                    query=context.recall.query.text,
-                    min_score=context.recall.min_score,
-                    found=context.recalled,
-                    memories=[
-                        RecalledMemory(
-                            id=hit.memory.memory_id,
-                            category=hit.memory.category,
-                            score=hit.score,
-                            updated_at=hit.memory.updated_at,
-                        )
-                        for hit in result.recall.included
-                    ],
-                    left_out=result.recall.left_out,
-                ),
-                pins=PinStats(
-                    in_force=len(result.pinned.included) + result.pinned.left_out,
-                    sent=[pin.pin_id for pin in result.pinned.included],
-                    left_out=result.pinned.left_out,
-                ),
-                clearing=None
-                if context.clearing is None
-                else ClearingStats(
-                    keep=context.clearing.keep,
-                    excluded_tools=sorted(context.clearing.excluded),
-                    cleared=len(result.cleared),
-                    cleared_seqs=sorted(seq for seq, _ in result.cleared),
-                    tokens_saved=result.tokens_saved,
-                ),
-            ),
-        )
 
 
 class CompactCommit(BaseModel):

@@ -46,7 +46,8 @@ async def search_history(
     to_seq: Annotated[int | None, Query(ge=1, le=SEQ_MAX, description="last seq searched")] = None,
 ) -> HistorySearchRead:
     """Ranked full-text search over the agent session's raw messages, archived ones included;
-    ranking is among the newest 1 000 matches of the seq range."""
+    ranking is among the newest 100 matches of the seq range, and a query of exclusions only
+    (``-draft``) finds nothing."""
     if find_unstorable(q) is not None:
         message = "q contains a NUL character or an unpaired surrogate"
         raise InvalidInput(message, errors=[{"loc": ["query", "q"], "msg": message}])

@@ -17,3 +17,12 @@ class Hit:
     rank: float
     snippet: str
     created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class SearchResult:
+    """One search's hits, best first, and the seq range it searched."""
+
+    hits: list[Hit]
+    from_seq: int
+    to_seq: int

@@ -50,6 +50,11 @@ _SEARCH: Final = text(
 )
 
 
+SEARCH_TIMEOUT_MS: Final = 2000
+"""The most a history search statement may run (the rest of its transaction too)."""
+_BOUND: Final = text("SELECT set_config('statement_timeout', :ms, true)")
+
+
 class HistoryRepository:
     def __init__(self, db: AsyncSession, scope: Scope) -> None:
         self.db = db
@@ -58,6 +63,9 @@ class HistoryRepository:
     async def search(
         self, agent_session_id: uuid.UUID, query: str, *, from_seq: int, to_seq: int, limit: int
     ) -> list[Hit]:
+        # The search is bounded in time too, well below the service's statement timeout: a
+        # query that would still take long answers 503 and holds a connection no longer.
+        await self.db.execute(_BOUND, {"ms": str(SEARCH_TIMEOUT_MS)})
         rows = await self.db.execute(
             _SEARCH,
             {

@@ -6,8 +6,7 @@ from datetime import datetime
 
 from pydantic import BaseModel, Field
 
-from app.history.records import Hit
-from app.history.service import SearchResult
+from app.history.records import Hit, SearchResult
 
 
 class HistoryHitRead(BaseModel):

@@ -9,23 +9,15 @@ messages that match, through a GIN index, never on reading the history.
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.errors import InvalidInput
 from app.history.query import prepared
-from app.history.records import Hit
+from app.history.records import SearchResult
 from app.history.repository import HistoryRepository
 from app.sessions.service import AgentSessionService
 from app.tenancy.principal import Principal
-
-
-@dataclass(frozen=True, slots=True)
-class SearchResult:
-    hits: list[Hit]
-    from_seq: int
-    to_seq: int
 
 
 class HistoryService:

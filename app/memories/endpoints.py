@@ -11,7 +11,8 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Response, status
 
-from app.deps import DatabaseDep, EmbedderDep, SettingsDep
+from app.deps import DatabaseDep, SettingsDep
+from app.memories.dependencies import EmbedderDep
 from app.memories.schemas import (
     CategoryName,
     MemoryEventPage,

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from enum import StrEnum
 from typing import Any
 
 from sqlalchemy import (
@@ -28,23 +27,10 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB, UUID
 from sqlalchemy.orm import Mapped, mapped_column
 
+from app.archives.status import ArchiveStatus as ArchiveStatus
 from app.db import Base
 from app.models.types import CreatedAt
 from app.wm.sections import SECTIONS
-
-
-class ArchiveStatus(StrEnum):
-    """An archive is also its job: pending → running → done | failed (DESIGN 6.2)."""
-
-    PENDING = "pending"
-    RUNNING = "running"
-    DONE = "done"
-    FAILED = "failed"
-
-    @property
-    def is_finished(self) -> bool:
-        return self in (ArchiveStatus.DONE, ArchiveStatus.FAILED)
-
 
 wm_section = Enum(*(section.value for section in SECTIONS), name="wm_section")
 # Stored as text with a CHECK constraint (not a Postgres enum type): adding a status later is a

@@ -4,15 +4,12 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import Depends, Request
+from fastapi import Depends
 
 from app.sessions.appending import AppendFlow
+from app.web.state import Slot
 
+APPEND_FLOW = Slot[AppendFlow]("append_flow")
+"""Built once by the lifespan in ``main``; every door that appends runs it."""
 
-async def get_append_flow(request: Request) -> AppendFlow:
-    """The append flow built once by the lifespan in ``main``."""
-    found: AppendFlow = request.app.state.append_flow
-    return found
-
-
-AppendFlowDep = Annotated[AppendFlow, Depends(get_append_flow)]
+AppendFlowDep = Annotated[AppendFlow, Depends(APPEND_FLOW.read)]

@@ -10,13 +10,15 @@ from fastapi import APIRouter, Query, Response, status
 from pydantic import AfterValidator, BaseModel
 
 from app.config import Settings
-from app.deps import DatabaseDep, RequestKeyDep, SettingsDep
+from app.deps import DatabaseDep, SettingsDep
+from app.idempotency.dependencies import RequestKeyDep
 from app.idempotency.keys import RequestKey
 from app.idempotency.responses import JSON, answered
 from app.idempotency.service import Answer
 from app.sessions.appending import AppendFlow
 from app.sessions.dependencies import AppendFlowDep
 from app.sessions.group_commit import Keyed
+from app.sessions.presenter import agent_session_read
 from app.sessions.retraction import RetractionService
 from app.sessions.schemas import (
     AgentSessionCreate,
@@ -70,7 +72,7 @@ async def create_agent_session(
 ) -> AgentSessionRead:
     async with database.tenant(principal.tenant_id) as db:
         row = await AgentSessionService(db, principal, limits(settings)).create(body)
-        return AgentSessionRead.from_row(row)
+        return agent_session_read(row)
 
 
 @router.get("", responses=problems(422))
@@ -87,7 +89,7 @@ async def list_agent_sessions(
         rows, next_cursor = await AgentSessionService(db, principal).page(
             user_id=user_id, agent_id=agent_id, external_id=external_id, cursor=cursor, limit=limit
         )
-    items = [AgentSessionRead.from_row(row, newest) for row, newest in rows]
+    items = [agent_session_read(row, newest) for row, newest in rows]
     return AgentSessionPage(items=items, next_cursor=next_cursor)
 
 
@@ -99,7 +101,7 @@ async def get_agent_session(
         row, newest = await AgentSessionService(db, principal).get_with_newest_archive(
             agent_session_id
         )
-    return AgentSessionRead.from_row(row, newest)
+    return agent_session_read(row, newest)
 
 
 @router.delete(

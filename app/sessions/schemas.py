@@ -13,8 +13,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
-from app.models import AgentSession
-from app.sessions.records import MessageRole, NewestArchive, StoredMessage
+from app.sessions.records import MessageRole, StoredMessage
 from app.sessions.shapes import PARTS_BY_ROLE, message_shapes
 from app.validation import SEQ_MAX, require_json, require_storable
 
@@ -212,6 +211,14 @@ class MessageRead(BaseModel):
     metadata: dict[str, Any] | None
     created_at: datetime
     archived: bool
+    retracted_at: datetime | None = Field(
+        default=None,
+        description="when its agent retracted it: left out of the context; null if it was not",
+    )
+    redacted_at: datetime | None = Field(
+        default=None,
+        description="when its content was replaced by [redacted]; null if it was not",
+    )
 
     @classmethod
     def from_stored(cls, stored: StoredMessage, *, archived_upto_seq: int) -> MessageRead:
@@ -224,6 +231,8 @@ class MessageRead(BaseModel):
             metadata=None if stored.metadata is None else dict(stored.metadata),
             created_at=stored.created_at,
             archived=stored.seq <= archived_upto_seq,
+            retracted_at=stored.retracted_at,
+            redacted_at=stored.redacted_at,
         )
 
 
@@ -287,33 +296,6 @@ class AgentSessionRead(BaseModel):
     newest_archive: ArchiveBrief | None
     created_at: datetime
     updated_at: datetime
-
-    @classmethod
-    def from_row(cls, row: AgentSession, newest: NewestArchive | None = None) -> AgentSessionRead:
-        brief = None
-        if newest is not None:
-            brief = ArchiveBrief(
-                archive_seq=newest.archive_seq,
-                start_seq=newest.start_seq,
-                end_seq=newest.end_seq,
-                status=newest.status,
-            )
-        return cls(
-            id=row.agent_session_id,
-            external_id=row.external_id,
-            user_id=row.user_id,
-            agent_id=row.agent_id,
-            metadata=row.metadata_,
-            keep_recent_count=row.keep_recent_count,
-            message_count=row.last_seq,
-            live_message_count=row.last_seq - row.archived_upto_seq,
-            pending_tokens=row.pending_tokens,
-            total_tokens=row.total_tokens,
-            archive_count=row.archive_count,
-            newest_archive=brief,
-            created_at=row.created_at,
-            updated_at=row.updated_at,
-        )
 
 
 class AgentSessionPage(BaseModel):

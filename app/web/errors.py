@@ -1,13 +1,19 @@
-"""The one place that renders errors: ``AppError``s, invalid requests, HTTP errors and anything
-unexpected become problem+json (or OpenViking's envelope under its prefix).
+"""The root application's error rendering: ``AppError``s, invalid requests, HTTP errors and
+anything unexpected become problem+json.
 
-Never raises, never logs a request's content.
+A mounted sub-application renders its own envelope; where the root must answer for it (a body
+refused before routing, a path its mount cannot match) it asks the renderer the sub-application
+registered for its prefix (``SubApps``): this module knows no adapter. ``unexpected_error`` is
+the one way an error no handler took is logged and turned into an ``AppError``, for the root and
+every sub-application alike. Never raises, never logs a request's content.
 """
 
 from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from http import HTTPStatus
 from typing import Any
 
@@ -18,9 +24,6 @@ from sqlalchemy import exc as sa_exc
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app import metrics
-from app.compat.openviking.app import PREFIX as OPENVIKING_PREFIX
-from app.compat.openviking.envelope import ErrorCode, code_for_status
-from app.compat.openviking.envelope import error_response as openviking_error
 from app.db import is_unavailable, translate
 from app.errors import AppError, PayloadTooLarge, RequestTimeout, Unavailable, field_errors
 
@@ -69,15 +72,49 @@ def app_problem(error: AppError) -> JSONResponse:
 _HTTP_ERRORS: dict[int, type[AppError]] = {413: PayloadTooLarge, 408: RequestTimeout}
 
 
-def too_large(scope: Any, max_bytes: int) -> Response:
-    """The answer to a body declared above the limit, in the form of the API it was sent to."""
-    detail = f"the request body is above the limit of {max_bytes} bytes"
-    if str(scope.get("path", "")).startswith(OPENVIKING_PREFIX + "/"):
-        return openviking_error(ErrorCode.INVALID_ARGUMENT, detail)
-    return app_problem(PayloadTooLarge(detail))
+Render = Callable[[int, str], Response]
+"""A sub-application's answer to a status and a detail, in its own envelope."""
 
 
-def install_error_handlers(app: FastAPI) -> None:
+@dataclass(slots=True)
+class SubApps:
+    """The error renderers of the sub-applications mounted on the root, by path prefix."""
+
+    renderers: dict[str, Render] = field(default_factory=dict)
+
+    def register(self, prefix: str, render: Render) -> None:
+        self.renderers[prefix] = render
+
+    def renderer(self, path: str) -> Render | None:
+        for prefix, render in self.renderers.items():
+            if path.startswith(prefix + "/"):
+                return render
+        return None
+
+    def too_large(self, scope: Any, max_bytes: int) -> Response:
+        """The answer to a body declared above the limit, in the form of the API it was sent
+        to."""
+        detail = f"the request body is above the limit of {max_bytes} bytes"
+        render = self.renderer(str(scope.get("path", "")))
+        if render is not None:
+            return render(413, detail)
+        return app_problem(PayloadTooLarge(detail))
+
+
+def unexpected_error(error: BaseException, path: str) -> AppError:
+    """What an error no handler took stands for: the database's unavailability (or another
+    driver error with a meaning), else an internal error, logged once here."""
+    translated = translate(error)
+    if isinstance(translated, AppError):
+        return translated
+    if isinstance(error, sa_exc.SQLAlchemyError) and is_unavailable(error):
+        return Unavailable("the database is unreachable; retry shortly")
+    # The type only: a driver's message can quote the statement's values (content).
+    logger.error("unhandled error", extra={"path": path, "error_type": type(error).__name__})
+    return AppError("an unexpected error occurred")
+
+
+def install_error_handlers(app: FastAPI, sub_apps: SubApps) -> None:
     @app.exception_handler(AppError)
     async def app_error(_: Request, error: AppError) -> JSONResponse:
         return app_problem(error)
@@ -93,11 +130,11 @@ def install_error_handlers(app: FastAPI) -> None:
         )
 
     @app.exception_handler(StarletteHTTPException)
-    async def http_error(request: Request, error: StarletteHTTPException) -> JSONResponse:
-        if request.url.path.startswith(OPENVIKING_PREFIX + "/"):
-            # A path the mount cannot match (a newline in an id): still OpenViking's answer.
-            code = code_for_status(error.status_code)
-            return openviking_error(code, f"no such endpoint: {request.url.path!r}")
+    async def http_error(request: Request, error: StarletteHTTPException) -> Response:
+        render = sub_apps.renderer(request.url.path)
+        if render is not None:
+            # A path the mount cannot match (a newline in an id): still the sub-app's answer.
+            return render(error.status_code, f"no such endpoint: {request.url.path!r}")
         known = _HTTP_ERRORS.get(error.status_code)
         if known is not None:
             return app_problem(known(str(error.detail)))
@@ -107,14 +144,4 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(Exception)
     async def unexpected(request: Request, error: Exception) -> JSONResponse:
-        translated = translate(error)
-        if isinstance(translated, AppError):
-            return app_problem(translated)
-        if isinstance(error, sa_exc.SQLAlchemyError) and is_unavailable(error):
-            return app_problem(Unavailable("the database is unreachable; retry shortly"))
-        # The type only: a driver's message can quote the statement's values (content).
-        logger.error(
-            "unhandled error",
-            extra={"path": request.url.path, "error_type": type(error).__name__},
-        )
-        return problem(500, "internal", "Internal error", "an unexpected error occurred")
+        return app_problem(unexpected_error(error, request.url.path))

@@ -2,15 +2,18 @@
 server's OpenAPI document, so the client's types are the server's (a test regenerates the file
 and compares).
 
-Run from the repository's root, with the server installed:
+Run from the repository's root, with the server and ruff installed:
 ``python clients/python/generate_models.py``. ``render`` is pure (a document in, the module's
-text out); only ``main`` imports the server.
+text out); ``formatted`` puts it in the repository's format (ruff); only ``main`` imports the
+server.
 """
 
 from __future__ import annotations
 
 import json
 import keyword
+import subprocess
+import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -59,7 +62,7 @@ Fields the server adds later are ignored, so an older client reads a newer serve
 from __future__ import annotations
 
 import uuid
-from datetime import date, datetime
+from datetime import datetime
 from enum import StrEnum
 from typing import Any, Literal, TypeAlias
 
@@ -116,9 +119,7 @@ def annotation(schema: Mapping[str, Any]) -> str:
         return _literal(list(schema["enum"]))
     kind = schema.get("type")
     if kind == "string":
-        return {"uuid": "uuid.UUID", "date-time": "datetime", "date": "date"}.get(
-            str(schema.get("format")), "str"
-        )
+        return {"uuid": "uuid.UUID", "date-time": "datetime"}.get(str(schema.get("format")), "str")
     if kind == "integer":
         return "int"
     if kind == "number":
@@ -197,7 +198,7 @@ def _aliases(document: Mapping[str, Any]) -> list[str]:
 def render(document: Mapping[str, Any]) -> str:
     """The text of ``models.py`` for an OpenAPI document."""
     schemas = document["components"]["schemas"]
-    blocks = [HEADER.rstrip("\n"), "\n".join(_aliases(document))]
+    blocks = [HEADER + "\n" + "\n".join(_aliases(document))]
     blocks += ["\n".join(_model(name, schemas[name])) for name in _ordered(schemas, ANSWERS)]
     names = sorted([*_ordered(schemas, ANSWERS), "CategoryName", "EventType"])
     blocks.append("__all__ = [\n" + "".join(f'    "{name}",\n' for name in names) + "]")
@@ -205,6 +206,17 @@ def render(document: Mapping[str, Any]) -> str:
 
 
 TARGET = Path(__file__).parent / "workmem_client" / "models.py"
+
+
+def formatted(text: str) -> str:
+    """``text`` as ``ruff format`` (the repository's configuration) writes it."""
+    return subprocess.run(  # noqa: S603 - a fixed command, the generated text on stdin
+        [sys.executable, "-m", "ruff", "format", "--stdin-filename", str(TARGET), "-"],
+        input=text,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
 
 
 def server_document() -> dict[str, Any]:
@@ -217,7 +229,7 @@ def server_document() -> dict[str, Any]:
 
 
 def main() -> None:
-    TARGET.write_text(render(server_document()), encoding="utf-8")
+    TARGET.write_text(formatted(render(server_document())), encoding="utf-8")
 
 
 if __name__ == "__main__":

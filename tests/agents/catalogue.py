@@ -144,6 +144,27 @@ CUSTOM_OUTPUT: Any = {
     "output": "the cat",
 }
 REFERENCE: Any = {"type": "item_reference", "id": "msg_0"}
+APPROVAL_REQUEST: Any = {
+    "id": "mcpr_1",
+    "type": "mcp_approval_request",
+    "server_label": "calendar",
+    "name": "book_slot",
+    "arguments": '{"slot": "Tue 10:00"}',
+}
+APPROVAL_RESPONSE: Any = {
+    "type": "mcp_approval_response",
+    "approval_request_id": "mcpr_1",
+    "approve": True,
+}
+SHELL_CALL: Any = {
+    "id": "lsh_1",
+    "type": "local_shell_call",
+    "call_id": "shell_1",
+    "status": "completed",
+    "action": {"type": "exec", "command": ["ls", "-la"], "env": {}},
+}
+SHELL_OUTPUT: Any = {"id": "lsho_1", "type": "local_shell_call_output", "output": "total 0"}
+COMPACTION: Any = {"type": "compaction", "encrypted_content": "gAAAAB-compacted"}
 
 EVERY_KIND: list[Any] = [
     SYSTEM,
@@ -167,6 +188,11 @@ EVERY_KIND: list[Any] = [
     CUSTOM_CALL,
     CUSTOM_OUTPUT,
     ASSISTANT_PARTS,
+    APPROVAL_REQUEST,
+    APPROVAL_RESPONSE,
+    SHELL_CALL,
+    SHELL_OUTPUT,
+    COMPACTION,
     REFERENCE,
     ASSISTANT_EASY,
 ]

@@ -15,7 +15,7 @@ from typing import Any
 import openai
 import pytest
 from agents import Agent, OpenAIResponsesModel, Runner, SQLiteSession, function_tool
-from agents.memory import Session
+from agents.memory import Session, SessionSettings
 
 from tests.support.fake_openai import FakeOpenAI, TextReply, ToolCallReply
 from workmem_client import WorkmemClient
@@ -107,6 +107,22 @@ async def test_the_runner_sees_what_it_sees_with_its_own_session(
     ]
     # What the SDK's helpers read from an assistant message.
     assert items[5]["content"][0]["text"] == "12A is a free window seat. 👍"
+
+
+async def test_the_runner_honours_the_sessions_limit_as_with_its_own_session(
+    workmem: WorkmemClient, name: str
+) -> None:
+    limit = SessionSettings(limit=3)
+    own = SQLiteSession(name, session_settings=limit)
+    ours = WorkmemSession(name, workmem, session_settings=limit)
+    own_items, own_inputs = await conversation(own, run)
+    items, inputs = await conversation(ours, run)
+    assert items == own_items
+    assert len(items) == 3
+    # The second turn's model input: the newest 3 items of the session, the question last.
+    assert inputs == own_inputs
+    assert len(inputs[-1]) == 3
+    assert inputs[-1][-1] == {"role": "user", "content": QUESTIONS[1]}
 
 
 def test_run_sync_on_threads_with_one_session(workmem: WorkmemClient, name: str) -> None:

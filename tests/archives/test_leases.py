@@ -8,10 +8,10 @@ import asyncio
 from app.archives import queue
 from app.archives.worker import ArchiveWorker, WorkerConfig
 from app.db import Database
-from tests.archives.test_commit import append, commit, user
-from tests.archives.test_worker import RecordingGenerator, archive_rows
 from tests.conftest import AppFactory, TenantKeys, make_tenant
-from tests.sessions.test_api import create_session
+from tests.support.api import append, commit, create_session, user
+from tests.support.archives import RecordingGenerator, archive_rows
+from tests.support.clock import age_archive_leases
 
 SHORT = WorkerConfig(lease_s=1.5, max_attempts=3, poll_s=0.05, backoff_base_s=0, backoff_max_s=0)
 
@@ -52,15 +52,18 @@ async def test_a_job_longer_than_its_lease_keeps_its_archive(
 
 
 async def test_a_claim_without_heartbeats_is_claimable_after_one_lease(
-    own_database: Database, app_client: AppFactory
+    own_database: Database, own_admin_database: Database, app_client: AppFactory
 ) -> None:
     keys = await one_archive(own_database, app_client)
+    lease_s = 60
     async with own_database.unscoped() as db:  # a worker that claims, then dies
-        dead = await queue.claim_next(db, lease_s=SHORT.lease_s)
+        dead = await queue.claim_next(db, lease_s=lease_s)
     assert dead is not None
     survivor = ArchiveWorker(own_database, RecordingGenerator(), SHORT)
     assert await survivor.run_once() is None, "within the lease"
-    await asyncio.sleep(SHORT.lease_s + 0.5)
+    assert await age_archive_leases(own_admin_database, lease_s / 2) == 1
+    assert await survivor.run_once() is None, "half the lease has passed"
+    await age_archive_leases(own_admin_database, lease_s / 2 + 1)
     claim = await survivor.run_once()
     assert claim is not None
     assert claim.attempt == 2

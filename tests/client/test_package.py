@@ -42,7 +42,7 @@ def generator() -> ModuleType:
 def test_the_models_are_generated_from_the_servers_openapi_document() -> None:
     generate = generator()
     committed = (CLIENT / "workmem_client" / "models.py").read_text(encoding="utf-8")
-    assert generate.render(generate.server_document()) == committed, (
+    assert generate.formatted(generate.render(generate.server_document())) == committed, (
         "the API changed: run python clients/python/generate_models.py"
     )
 

@@ -7,6 +7,7 @@ import json
 import logging
 
 import httpx
+import psycopg
 import pytest
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -88,6 +89,10 @@ async def crash(scope: Scope, receive: Receive, send: Send) -> None:
     raise Boom("the database said something secret")
 
 
+async def unreachable(scope: Scope, receive: Receive, send: Send) -> None:
+    raise psycopg.OperationalError("connection to server failed: Connection refused")
+
+
 async def crash_after_start(scope: Scope, receive: Receive, send: Send) -> None:
     await send({"type": "http.response.start", "status": 200, "headers": []})
     raise Boom("too late to answer")
@@ -105,7 +110,7 @@ def client(app: ASGIApp) -> httpx.AsyncClient:
 async def test_a_crash_is_an_internal_error_envelope_logged_once(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    app = EnvelopeOnCrash(crash, is_unavailable=lambda error: False)
+    app = EnvelopeOnCrash(crash)
     with caplog.at_level(logging.ERROR):
         async with client(app) as http:
             response = await http.get("/api/v1/sessions")
@@ -120,7 +125,7 @@ async def test_a_crash_is_an_internal_error_envelope_logged_once(
 
 
 async def test_an_unreachable_database_is_unavailable() -> None:
-    app = EnvelopeOnCrash(crash, is_unavailable=lambda error: isinstance(error, Boom))
+    app = EnvelopeOnCrash(unreachable)
     async with client(app) as http:
         response = await http.get("/api/v1/sessions")
     assert response.status_code == 503
@@ -128,7 +133,7 @@ async def test_an_unreachable_database_is_unavailable() -> None:
 
 
 async def test_a_crash_after_the_answer_started_is_not_answered_twice() -> None:
-    app = EnvelopeOnCrash(crash_after_start, is_unavailable=lambda error: False)
+    app = EnvelopeOnCrash(crash_after_start)
     async with client(app) as http:
         with pytest.raises(Boom):
             await http.get("/api/v1/sessions")

@@ -13,9 +13,8 @@ from sqlalchemy import text
 
 from app.db import Database
 from app.history.query import prepared
-from tests.archives.test_commit import append, assistant, calls, commit, user
 from tests.conftest import AppFactory, TenantKeys, make_tenant
-from tests.sessions.test_api import create_session
+from tests.support.api import append, assistant, calls, commit, create_session, user
 
 
 @pytest.mark.parametrize(
@@ -231,3 +230,61 @@ async def test_the_gin_index_serves_the_match_as_the_definer_and_cannot_under_rl
             plans[role] = "\n".join(rows)
     assert "Bitmap Index Scan on ix_messages_content_words" in plans["workmem_definer"], plans
     assert "ix_messages_content_words" not in plans["workmem_app"], plans
+
+
+SHAPES = {
+    "one rare word": "zeppelin",
+    "many words": " ".join(["zeppelin", "leaves", "noon"] * 8),
+    "a phrase": '"zeppelin leaves"',
+    "a word and an exclusion": "zeppelin -fares",
+}
+SHAPED = """
+EXPLAIN (COSTS OFF)
+SELECT m.seq FROM messages m
+WHERE m.tenant_id = :tenant AND m.agent_session_id = :sid AND m.seq BETWEEN 1 AND 1000000
+  AND to_tsvector('english'::regconfig, translate(left(m.content_text, 100000), '/.\\', '   '))
+      @@ websearch_to_tsquery('english'::regconfig, :query)
+ORDER BY m.seq DESC LIMIT 100
+"""
+
+
+async def test_every_query_shape_with_a_rare_word_is_matched_through_the_gin_index(
+    own_database: Database, own_admin_database: Database, app_client: AppFactory
+) -> None:
+    """Many words, a phrase, an exclusion: when one word is rare, the inner query of the search
+    function finds its matches through the GIN index (words every message has are read newest
+    first instead, and stop after 100 matches)."""
+    keys = await make_tenant(own_database)
+    async with app_client(own_database) as http:
+        sid = await create_session(http, keys)
+        for batch in range(8):
+            await append(
+                http,
+                keys,
+                sid,
+                [user(f"ordinary message {batch}-{n} about flights and fares") for n in range(500)],
+            )
+        await append(http, keys, sid, [user("the zeppelin leaves at noon")])
+        for query in SHAPES.values():
+            found = await search(http, keys, sid, q=query)
+            assert [hit["seq"] for hit in found.json()["items"]] == [4_001], query
+    async with own_admin_database.unscoped() as db:
+        await db.execute(text("ANALYZE messages"))
+    for shape, query in SHAPES.items():
+        async with own_admin_database.tenant(keys.tenant_id) as db:
+            await db.execute(text("SET LOCAL ROLE workmem_definer"))
+            params = {"tenant": keys.tenant_id, "sid": sid, "query": prepared(query)}
+            plan = "\n".join((await db.execute(text(SHAPED), params)).scalars().all())
+        assert "Bitmap Index Scan on ix_messages_content_words" in plan, (shape, plan)
+
+
+async def test_a_query_of_exclusions_only_finds_nothing(
+    client: httpx.AsyncClient, tenant: TenantKeys
+) -> None:
+    """ "-refund" has no word to look for: answering it would test every message of the agent
+    session; it finds nothing (it used to return every message without the word)."""
+    sid = await seeded(client, tenant)
+    found = await search(client, tenant, sid, q="-refund")
+    assert found.status_code == 200
+    assert found.json()["items"] == []
+    assert len((await search(client, tenant, sid, q="refund")).json()["items"]) == 5

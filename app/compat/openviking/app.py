@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable
 from http import HTTPStatus
 
 from fastapi import FastAPI, Request
@@ -30,6 +29,7 @@ from app.compat.openviking.envelope import (
 )
 from app.errors import AppError, field_errors
 from app.web.docs_pages import OfflineDocsPolicy
+from app.web.errors import SubApps, unexpected_error
 from app.web.links import Link, document_links
 from app.web.problems import without_validation_422
 from app.web.security import document_security
@@ -63,12 +63,12 @@ class RefuseEncodedSeparators:
 
 
 class EnvelopeOnCrash:
-    """Pure ASGI middleware: an error no handler took becomes ``UNAVAILABLE`` (the database is
-    unreachable) or ``INTERNAL`` in the envelope, logged once, and does not propagate."""
+    """Pure ASGI middleware: an error no handler took becomes what ``unexpected_error`` makes of
+    it (``UNAVAILABLE`` when the database is unreachable, else ``INTERNAL``) in the envelope,
+    and does not propagate."""
 
-    def __init__(self, app: ASGIApp, *, is_unavailable: Callable[[BaseException], bool]) -> None:
+    def __init__(self, app: ASGIApp) -> None:
         self.app = app
-        self.is_unavailable = is_unavailable
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         started = False
@@ -83,17 +83,11 @@ class EnvelopeOnCrash:
         except Exception as error:
             if started or scope["type"] != "http":
                 raise
-            if self.is_unavailable(error):
-                response = error_response(
-                    ErrorCode.UNAVAILABLE, "the database is unreachable; retry shortly"
-                )
-            else:
-                logger.error("unhandled error", exc_info=error, extra={"path": scope["path"]})
-                response = error_response(ErrorCode.INTERNAL, "an unexpected error occurred")
+            response = app_error_response(unexpected_error(error, scope["path"]))
             await response(scope, receive, send)
 
 
-def create_openviking_app(is_unavailable: Callable[[BaseException], bool]) -> FastAPI:
+def create_openviking_app() -> FastAPI:
     # Its /docs and /redoc serve Swagger UI and ReDoc from the package too: no CDN.
     api = FastAPIOffline(
         title="workmem: OpenViking-compatible API",
@@ -101,7 +95,7 @@ def create_openviking_app(is_unavailable: Callable[[BaseException], bool]) -> Fa
         summary="OpenViking's session API over workmem's working memory",
         static_url="/docs/static",
     )
-    api.add_middleware(EnvelopeOnCrash, is_unavailable=is_unavailable)
+    api.add_middleware(EnvelopeOnCrash)
     api.add_middleware(RefuseEncodedSeparators)
     api.add_middleware(OfflineDocsPolicy)
 
@@ -165,12 +159,19 @@ LINKS = (
 """Which answer feeds which operation, stated in the document (``app.web.links``)."""
 
 
-def install(app: FastAPI, *, is_unavailable: Callable[[BaseException], bool]) -> None:
-    """Mount the API at ``/api/v1`` on ``app``, sharing its state, and add the ``/health``
-    route OpenViking's clients check before anything else."""
-    api = create_openviking_app(is_unavailable)
+def render_error(status: int, detail: str) -> JSONResponse:
+    """An error the root answers on this API's behalf, in its envelope."""
+    return error_response(code_for_status(status), detail)
+
+
+def install(app: FastAPI, sub_apps: SubApps) -> None:
+    """Mount the API at ``/api/v1`` on ``app``, sharing its state, register its error envelope
+    with the root's renderer, and add the ``/health`` route OpenViking's clients check before
+    anything else."""
+    api = create_openviking_app()
     api.state = app.state
     app.mount(PREFIX, api)
+    sub_apps.register(PREFIX, render_error)
 
     @app.get("/health", tags=["operations"])
     async def health() -> dict[str, str]:

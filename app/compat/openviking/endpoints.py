@@ -15,11 +15,13 @@ from fastapi import APIRouter, Path, Query, Response
 from pydantic import ValidationError
 
 from app.archives import flows
-from app.archives.schemas import ArchiveRead
+from app.archives.dependencies import WorkerDep
+from app.archives.presenter import archive_read
 from app.archives.service import ArchiveService
 from app.compat.openviking import ids
 from app.compat.openviking.envelope import ERROR_RESPONSES, Envelope, ResourceNotFound
-from app.compat.openviking.parts import MessageIn, to_openai
+from app.compat.openviking.parts import MessageIn, ToolCallIds, ToolPart, to_openai
+from app.compat.openviking.presenter import context_out
 from app.compat.openviking.schemas import (
     ArchiveOut,
     CommitIn,
@@ -35,7 +37,6 @@ from app.compat.openviking.schemas import (
     SessionListed,
     TaskOut,
     archive_out,
-    context_out,
     session_info,
     session_listed,
     task_out,
@@ -44,11 +45,12 @@ from app.compat.openviking.schemas import (
 from app.context.budget import DEFAULT_TOKEN_BUDGET, MAX_TOKEN_BUDGET, plan_budget
 from app.context.fill import DEFAULT_FILL
 from app.context.service import ContextService
-from app.deps import DatabaseDep, SettingsDep, WorkerDep
+from app.deps import DatabaseDep, SettingsDep
 from app.errors import Forbidden, InvalidInput, NotFound, field_errors
 from app.sessions.appending import AppendFlow
 from app.sessions.dependencies import AppendFlowDep
-from app.sessions.schemas import AgentSessionCreate, AgentSessionRead, MessageCreate
+from app.sessions.presenter import agent_session_read
+from app.sessions.schemas import AgentSessionCreate, MessageCreate
 from app.sessions.service import AgentSessionService, AppendOutcome, Limits
 from app.tenancy.auth import Reader, Writer
 from app.tenancy.principal import Principal
@@ -124,7 +126,7 @@ async def list_sessions(
         response.headers[NEXT_CURSOR_HEADER] = next_cursor
     items = []
     for row, newest in rows:
-        read = AgentSessionRead.from_row(row, newest)
+        read = agent_session_read(row, newest)
         items.append(session_listed(read, read.external_id or ""))
     return Envelope(result=items)
 
@@ -153,7 +155,7 @@ async def get_session(
                         "this API key is read-only: it cannot create a session"
                     ) from error
                 raise ResourceNotFound("session", session_id) from error
-    return Envelope(result=session_info(AgentSessionRead.from_row(row), session_id, principal))
+    return Envelope(result=session_info(agent_session_read(row), session_id, principal))
 
 
 @router.delete("/{session_id}")
@@ -167,15 +169,24 @@ async def delete_session(
 
 
 async def _append(
-    session_id: str, messages: list[MessageIn], principal: Principal, flow: AppendFlow
+    session_id: str,
+    messages: list[MessageIn],
+    principal: Principal,
+    database: DatabaseDep,
+    flow: AppendFlow,
 ) -> AppendOutcome:
     """Append, creating the session first when it does not exist: a batch that fails
-    validation stores nothing, not even the session."""
+    validation stores nothing, not even the session. Tool-call ids are made unique within the
+    session, so its history stays a conversation a model API accepts."""
+    ids = ToolCallIds()
+    if any(isinstance(part, ToolPart) for message in messages for part in message.parts or ()):
+        async with database.tenant(principal.tenant_id) as db:
+            ids.seen = await AgentSessionService(db, principal).tool_call_ids(session_id)
     try:
         creates = [
             MessageCreate.model_validate(stored)
             for message in messages
-            for stored in to_openai(message)
+            for stored in to_openai(message, ids)
         ]
     except ValidationError as error:  # a rule only the OpenAI form of a message can break
         raise InvalidInput(
@@ -191,9 +202,10 @@ async def add_message(
     session_id: SessionPath,
     body: MessageIn,
     principal: Writer,
+    database: DatabaseDep,
     flow: AppendFlowDep,
 ) -> Envelope[MessageAdded]:
-    outcome = await _append(session_id, [body], principal, flow)
+    outcome = await _append(session_id, [body], principal, database, flow)
     return Envelope(
         result=MessageAdded(
             session_id=session_id,
@@ -208,9 +220,10 @@ async def add_messages(
     session_id: SessionPath,
     body: MessageBatchIn,
     principal: Writer,
+    database: DatabaseDep,
     flow: AppendFlowDep,
 ) -> Envelope[MessagesAdded]:
-    outcome = await _append(session_id, body.messages, principal, flow)
+    outcome = await _append(session_id, body.messages, principal, database, flow)
     return Envelope(
         result=MessagesAdded(
             session_id=session_id,
@@ -324,7 +337,7 @@ async def get_session_archive(
             limit=archive.end_seq - archive.start_seq + 1,
         )
     overview = archive.overview or archive.legacy_overview
-    return Envelope(result=archive_out(ArchiveRead.from_row(archive), overview, messages))
+    return Envelope(result=archive_out(archive_read(archive), overview, messages))
 
 
 @tasks_router.get("/{task_id}")
@@ -347,6 +360,4 @@ async def get_task(
             raise ResourceNotFound("task", task_id) from error
     if row.external_id is None:
         raise ResourceNotFound("task", task_id)
-    return Envelope(
-        result=task_out(ArchiveRead.from_row(archive), row.external_id, agent_session_id)
-    )
+    return Envelope(result=task_out(archive_read(archive), row.external_id, agent_session_id))

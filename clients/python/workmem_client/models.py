@@ -8,12 +8,11 @@ Fields the server adds later are ignored, so an older client reads a newer serve
 from __future__ import annotations
 
 import uuid
-from datetime import date, datetime
+from datetime import datetime
 from enum import StrEnum
 from typing import Any, Literal, TypeAlias
 
 from pydantic import BaseModel, Field
-
 
 CategoryName: TypeAlias = Literal["profile", "preference", "entity", "event", "lesson"]
 EventType: TypeAlias = Literal["archive.done", "archive.failed", "memory.changed"]
@@ -57,6 +56,13 @@ class MessageRead(BaseModel):
     metadata: dict[str, Any] | None
     created_at: datetime
     archived: bool
+    retracted_at: datetime | None = Field(
+        default=None,
+        description="when its agent retracted it: left out of the context; null if it was not",
+    )
+    redacted_at: datetime | None = Field(
+        default=None, description="when its content was replaced by [redacted]; null if it was not"
+    )
 
 
 class AppendResult(BaseModel):
@@ -97,14 +103,16 @@ class MemoryUsageRead(BaseModel):
 class MemoryReportRead(BaseModel):
     """What long-term memory extraction did for one archive. All counts 0 with ``failed`` null: it ran and found nothing worth keeping; ``failed`` set: it did not complete."""
 
-    extractor: str = Field(description='rules, model, or rules_fallback (the model failed)')
+    extractor: str = Field(description="rules, model, or rules_fallback (the model failed)")
     added: int
     updated: int
     superseded: int
-    skipped: dict[str, int] = Field(description='messages or proposals not kept, by reason')
+    skipped: dict[str, int] = Field(description="messages or proposals not kept, by reason")
     failed: MemoryFailureRead | None
     usage: MemoryUsageRead | None = None
-    prompt_version: str | None = Field(default=None, description="the record_memories prompt's version, when the model ran")
+    prompt_version: str | None = Field(
+        default=None, description="the record_memories prompt's version, when the model ran"
+    )
 
 
 class MemoryRead(BaseModel):
@@ -112,15 +120,17 @@ class MemoryRead(BaseModel):
     user_id: str | None
     agent_id: str | None
     category: Literal["profile", "preference", "entity", "event", "lesson"]
-    slot: str | None = Field(description='the attribute a preference or profile fact gives a value')
+    slot: str | None = Field(description="the attribute a preference or profile fact gives a value")
     slot_value: str | None
     content: str
     confidence: float
-    agent_session_id: uuid.UUID = Field(description='the agent session it came from')
-    archive_seq: int = Field(description='the archive whose messages state it')
-    source_seqs: list[int] = Field(description='the messages (seqs) that state it')
-    embedding_model: str = Field(description='the embedder of its vector')
-    superseded_by: uuid.UUID | None = Field(description='the memory that contradicted and replaced it; null while it is current')
+    agent_session_id: uuid.UUID = Field(description="the agent session it came from")
+    archive_seq: int = Field(description="the archive whose messages state it")
+    source_seqs: list[int] = Field(description="the messages (seqs) that state it")
+    embedding_model: str = Field(description="the embedder of its vector")
+    superseded_by: uuid.UUID | None = Field(
+        description="the memory that contradicted and replaced it; null while it is current"
+    )
     created_at: datetime
     updated_at: datetime
 
@@ -131,7 +141,7 @@ class ProducedMemoryRead(BaseModel):
     event: Literal["ADD", "UPDATE", "SUPERSEDE"]
     memory_id: uuid.UUID
     source_seqs: list[int]
-    memory: MemoryRead | None = Field(description='null when the memory was erased since')
+    memory: MemoryRead | None = Field(description="null when the memory was erased since")
 
 
 class ArchiveExpanded(BaseModel):
@@ -162,13 +172,17 @@ class ArchiveExpanded(BaseModel):
     wm_tokens: int | None
     created_at: datetime
     finished_at: datetime | None
-    memories: MemoryReportRead | None = Field(description='what long-term memory extraction did; null before the archive is done, or when extraction is off')
+    memories: MemoryReportRead | None = Field(
+        description="what long-term memory extraction did; null before the archive is done, or when extraction is off"
+    )
     overview: str | None
     legacy_overview: str | None
     decisions: list[DecisionRead]
     messages: list[MessageRead]
     next_after_seq: int | None
-    produced_memories: list[ProducedMemoryRead] = Field(description='the long-term memory changes this archive made (provenance: memories → archive via their events, archive → memories here)')
+    produced_memories: list[ProducedMemoryRead] = Field(
+        description="the long-term memory changes this archive made (provenance: memories → archive via their events, archive → memories here)"
+    )
 
 
 class ArchiveRead(BaseModel):
@@ -199,7 +213,9 @@ class ArchiveRead(BaseModel):
     wm_tokens: int | None
     created_at: datetime
     finished_at: datetime | None
-    memories: MemoryReportRead | None = Field(description='what long-term memory extraction did; null before the archive is done, or when extraction is off')
+    memories: MemoryReportRead | None = Field(
+        description="what long-term memory extraction did; null before the archive is done, or when extraction is off"
+    )
 
 
 class ArchivePage(BaseModel):
@@ -215,8 +231,15 @@ class BatchAppendResult(BaseModel):
 
 class ItemSourceRead(BaseModel):
     item: str = Field(description="the item's text, as in the section body")
-    seqs: list[int] = Field(description='the messages it came from (read them by seq)')
-    evidence: list[int] | None = Field(default=None, description='Task & Goals constraints: the user messages among seqs that state it')
+    seqs: list[int] = Field(description="the messages it came from (read them by seq)")
+    evidence: list[int] | None = Field(
+        default=None,
+        description="Task & Goals constraints: the user messages among seqs that state it",
+    )
+    authority: list[str] | None = Field(
+        default=None,
+        description="who its sources are: user, system, pin, assistant, tool (a constraint or goal from assistant or tool messages only is not an instruction)",
+    )
 
 
 class WorkingMemoryRead(BaseModel):
@@ -229,13 +252,19 @@ class WorkingMemoryRead(BaseModel):
     generator: str | None
     tokens: int
     is_legacy: bool = False
-    sources: dict[str, list[ItemSourceRead]] | None = Field(default=None, description="each section's items, in order, with the message seqs each came from")
-    produced_memories: list[ProducedMemoryRead] | None = Field(default=None, description='the long-term memory changes of the archive that produced this WM')
+    sources: dict[str, list[ItemSourceRead]] | None = Field(
+        default=None,
+        description="each section's items, in order, with the message seqs each came from",
+    )
+    produced_memories: list[ProducedMemoryRead] | None = Field(
+        default=None,
+        description="the long-term memory changes of the archive that produced this WM",
+    )
 
 
 class CommitRead(BaseModel):
     status: Literal["accepted", "skipped", "done", "failed", "running"]
-    reason: str | None = Field(default=None, description='why a commit was skipped')
+    reason: str | None = Field(default=None, description="why a commit was skipped")
     archive: ArchiveRead | None
     working_memory: WorkingMemoryRead | None
     pending_tokens: int
@@ -248,47 +277,53 @@ class ArchiveIndexEntry(BaseModel):
     end_seq: int
     status: ArchiveStatus
     abstract: str | None
-    in_context: Literal["summary", "raw", "partial", "none"] = Field(description="summary: covered by the summary message; raw / partial / none: how many of its messages are in 'messages' raw")
+    in_context: Literal["summary", "raw", "partial", "none"] = Field(
+        description="summary: covered by the summary message; raw / partial / none: how many of its messages are in 'messages' raw"
+    )
 
 
 class CompactCommit(BaseModel):
     status: Literal["done", "failed", "running", "pending", "skipped"]
-    reason: str | None = Field(default=None, description='why the commit was skipped')
+    reason: str | None = Field(default=None, description="why the commit was skipped")
     archive_seq: int | None
 
 
 class ClearingStats(BaseModel):
-    keep: int = Field(description='clear_tool_results: the newest tool results kept whole')
-    excluded_tools: list[str] = Field(description='tools whose results are never cleared')
-    cleared: int = Field(description='tool results sent as a placeholder')
+    keep: int = Field(description="clear_tool_results: the newest tool results kept whole")
+    excluded_tools: list[str] = Field(description="tools whose results are never cleared")
+    cleared: int = Field(description="tool results sent as a placeholder")
     cleared_seqs: list[int]
-    tokens_saved: int = Field(description='tokens the cleared results would have cost sent whole, less their placeholders')
+    tokens_saved: int = Field(
+        description="tokens the cleared results would have cost sent whole, less their placeholders"
+    )
 
 
 class DroppedMessage(BaseModel):
     seq: int
-    reason: Literal["orphan_tool_result", "unanswered_tool_calls", "awaiting_tool_results", "invalid_tool_calls"]
+    reason: Literal[
+        "orphan_tool_result", "unanswered_tool_calls", "awaiting_tool_results", "invalid_tool_calls"
+    ]
 
 
 class PinStats(BaseModel):
     in_force: int
-    sent: list[uuid.UUID] = Field(description='the pins in the [Pinned] message, in order')
-    left_out: int = Field(description='pins in force left out to fit the token budget')
+    sent: list[uuid.UUID] = Field(description="the pins in the [Pinned] message, in order")
+    left_out: int = Field(description="pins in force left out to fit the token budget")
 
 
 class RecalledMemory(BaseModel):
     id: uuid.UUID
     category: str
-    score: float = Field(description='cosine similarity to the recall query')
+    score: float = Field(description="cosine similarity to the recall query")
     updated_at: datetime
 
 
 class RecallStats(BaseModel):
     query: str
     min_score: float
-    found: int = Field(description='memories above min_score the search returned (at most 5)')
-    memories: list[RecalledMemory] = Field(description='those sent, in the order sent')
-    left_out: int = Field(description='found but left out to fit the token budget')
+    found: int = Field(description="memories above min_score the search returned (at most 5)")
+    memories: list[RecalledMemory] = Field(description="those sent, in the order sent")
+    left_out: int = Field(description="found but left out to fit the token budget")
 
 
 class SeqRange(BaseModel):
@@ -299,57 +334,77 @@ class SeqRange(BaseModel):
 class WmCutRead(BaseModel):
     kind: Literal["items", "section", "text"]
     section: str | None
-    removed: int = Field(description='items (lines, for a legacy text) the cut took out')
+    removed: int = Field(description="items (lines, for a legacy text) the cut took out")
 
 
 class ContextStats(BaseModel):
     messages_unsummarised: int = Field(description="messages after the summary's coverage")
     messages_included: int
-    included_seqs: list[int] = Field(description="the seqs of the unsummarised raw messages in 'messages', oldest first: they are its last entries")
-    messages_omitted: int = Field(description='unsummarised messages left out for the budget')
+    included_seqs: list[int] = Field(
+        description="the seqs of the unsummarised raw messages in 'messages', oldest first: they are its last entries"
+    )
+    messages_omitted: int = Field(description="unsummarised messages left out for the budget")
     omitted_ranges: list[SeqRange]
-    dropped: list[DroppedMessage] = Field(description='messages never sent because a chat server would reject them as they are')
-    sanitised_messages: int = Field(description='messages sent without fields the chat API does not accept')
+    dropped: list[DroppedMessage] = Field(
+        description="messages never sent because a chat server would reject them as they are"
+    )
+    sanitised_messages: int = Field(
+        description="messages sent without fields the chat API does not accept"
+    )
     newest_user_seq: int | None
-    wm_cuts: list[WmCutRead] = Field(description='reductions of the summary, in the order made')
-    summary_omitted: bool = Field(description='a summary exists but not even its skeleton fit')
+    wm_cuts: list[WmCutRead] = Field(description="reductions of the summary, in the order made")
+    summary_omitted: bool = Field(description="a summary exists but not even its skeleton fit")
     hint_omitted: bool
-    messages_filled: int = Field(description='covered messages sent after the summary (fill); not in messages_included')
-    filled_range: SeqRange | None = Field(description="the seq range of the filled messages (they end at the summary's coverage)")
-    recall: RecallStats | None = Field(default=None, description='what recall=<query> found and sent; null without recall')
+    messages_filled: int = Field(
+        description="covered messages sent after the summary (fill); not in messages_included"
+    )
+    filled_range: SeqRange | None = Field(
+        description="the seq range of the filled messages (they end at the summary's coverage)"
+    )
+    recall: RecallStats | None = Field(
+        default=None, description="what recall=<query> found and sent; null without recall"
+    )
     pins: PinStats = Field(description="the agent session's pins in force and those sent")
-    clearing: ClearingStats | None = Field(default=None, description='what clear_tool_results did; null without it')
+    clearing: ClearingStats | None = Field(
+        default=None, description="what clear_tool_results did; null without it"
+    )
 
 
 class ContextTokens(BaseModel):
     budget: int
     reserved: int = Field(description="kept free for the model's reply")
-    usable: int = Field(description='budget - reserved: what the context may use')
-    wm_layer: int = Field(description='the most the summary could take in this request')
+    usable: int = Field(description="budget - reserved: what the context may use")
+    wm_layer: int = Field(description="the most the summary could take in this request")
     system_prompt_addition: int
-    wm: int = Field(description='the summary message as sent')
-    memories: int = Field(default=0, description='the [Relevant Memories] message as sent')
-    pinned: int = Field(default=0, description='the [Pinned] message as sent')
-    messages: int = Field(description='the raw messages as sent (filled ones included), from their stored counts')
+    wm: int = Field(description="the summary message as sent")
+    memories: int = Field(default=0, description="the [Relevant Memories] message as sent")
+    pinned: int = Field(default=0, description="the [Pinned] message as sent")
+    messages: int = Field(
+        description="the raw messages as sent (filled ones included), from their stored counts"
+    )
     filled: int = Field(description="of 'messages', the covered messages sent by fill")
-    total: int = Field(description='system_prompt_addition + wm + memories + pinned + messages')
+    total: int = Field(description="system_prompt_addition + wm + memories + pinned + messages")
     history_total: int = Field(description="the whole history, from the agent session's counter")
-    over_budget: bool = Field(description='total > usable: only when the newest user message alone is larger')
+    over_budget: bool = Field(
+        description="total > usable: only when the newest user message alone is larger"
+    )
 
 
 class ContextWorkingMemory(BaseModel):
     archive_seq: int
     covered_start_seq: int
     covered_end_seq: int
-    sections: dict[str, str] = Field(description='the full sections, before any reduction')
-    tokens: int = Field(description='tokens of the full sections, from their stored counts')
+    sections: dict[str, str] = Field(description="the full sections, before any reduction")
+    tokens: int = Field(description="tokens of the full sections, from their stored counts")
     is_legacy: bool
     generator: str | None
-    sources: dict[str, list[ItemSourceRead]] = Field(description="each section's items with the message seqs each came from")
+    sources: dict[str, list[ItemSourceRead]] = Field(
+        description="each section's items with the message seqs each came from"
+    )
 
 
 class PreservedTail(BaseModel):
-    archive_seq: int = Field(description='the newest archive, whose commit kept this tail raw')
+    archive_seq: int = Field(description="the newest archive, whose commit kept this tail raw")
     start_seq: int
     end_seq: int
     message_count: int
@@ -361,10 +416,12 @@ class PreservedTail(BaseModel):
 class CompactRead(BaseModel):
     agent_session_id: uuid.UUID
     system_prompt_addition: str
-    messages: list[dict[str, Any]] = Field(description='OpenAI chat messages, ready for chat.completions.create(messages=...)')
+    messages: list[dict[str, Any]] = Field(
+        description="OpenAI chat messages, ready for chat.completions.create(messages=...)"
+    )
     working_memory: ContextWorkingMemory | None
     preserved_tail: PreservedTail | None
-    archive_index: list[ArchiveIndexEntry] = Field(description='newest first, at most 20')
+    archive_index: list[ArchiveIndexEntry] = Field(description="newest first, at most 20")
     archive_count: int
     tokens: ContextTokens
     stats: ContextStats
@@ -374,10 +431,12 @@ class CompactRead(BaseModel):
 class ContextRead(BaseModel):
     agent_session_id: uuid.UUID
     system_prompt_addition: str
-    messages: list[dict[str, Any]] = Field(description='OpenAI chat messages, ready for chat.completions.create(messages=...)')
+    messages: list[dict[str, Any]] = Field(
+        description="OpenAI chat messages, ready for chat.completions.create(messages=...)"
+    )
     working_memory: ContextWorkingMemory | None
     preserved_tail: PreservedTail | None
-    archive_index: list[ArchiveIndexEntry] = Field(description='newest first, at most 20')
+    archive_index: list[ArchiveIndexEntry] = Field(description="newest first, at most 20")
     archive_count: int
     tokens: ContextTokens
     stats: ContextStats
@@ -388,18 +447,18 @@ class DeliveryAttemptRead(BaseModel):
     started_at: datetime
     duration_ms: int
     status_code: int | None = Field(description="the endpoint's answer; null when none came")
-    error: str | None = Field(description='why the attempt failed; null when it succeeded')
+    error: str | None = Field(description="why the attempt failed; null when it succeeded")
 
 
 class DeliveryRead(BaseModel):
     id: uuid.UUID
     webhook_id: uuid.UUID
-    event_id: str = Field(description='the webhook-id header: the same for every endpoint')
+    event_id: str = Field(description="the webhook-id header: the same for every endpoint")
     event_type: Literal["archive.done", "archive.failed", "memory.changed"]
     status: Literal["pending", "sending", "delivered", "failed"]
     attempts_made: int
-    next_attempt_at: datetime | None = Field(description='when it is tried next; null once final')
-    payload: dict[str, Any] = Field(description='the body sent, as JSON')
+    next_attempt_at: datetime | None = Field(description="when it is tried next; null once final")
+    payload: dict[str, Any] = Field(description="the body sent, as JSON")
     created_at: datetime
     finished_at: datetime | None
     attempts: list[DeliveryAttemptRead]
@@ -413,8 +472,10 @@ class DeliveryPage(BaseModel):
 class HistoryHitRead(BaseModel):
     seq: int
     role: str
-    archive_seq: int | None = Field(description='the archive holding the message; null while it is live')
-    rank: float = Field(description='full-text rank (cover density); higher is better')
+    archive_seq: int | None = Field(
+        description="the archive holding the message; null while it is live"
+    )
+    rank: float = Field(description="full-text rank (cover density); higher is better")
     snippet: str = Field(description="the message's own text around the match, on one line")
     created_at: datetime
 
@@ -423,7 +484,7 @@ class HistorySearchRead(BaseModel):
     query: str
     from_seq: int
     to_seq: int
-    items: list[HistoryHitRead] = Field(description='best first')
+    items: list[HistoryHitRead] = Field(description="best first")
 
 
 class MemoryHitRead(BaseModel):
@@ -431,32 +492,36 @@ class MemoryHitRead(BaseModel):
     user_id: str | None
     agent_id: str | None
     category: Literal["profile", "preference", "entity", "event", "lesson"]
-    slot: str | None = Field(description='the attribute a preference or profile fact gives a value')
+    slot: str | None = Field(description="the attribute a preference or profile fact gives a value")
     slot_value: str | None
     content: str
     confidence: float
-    agent_session_id: uuid.UUID = Field(description='the agent session it came from')
-    archive_seq: int = Field(description='the archive whose messages state it')
-    source_seqs: list[int] = Field(description='the messages (seqs) that state it')
-    embedding_model: str = Field(description='the embedder of its vector')
-    superseded_by: uuid.UUID | None = Field(description='the memory that contradicted and replaced it; null while it is current')
+    agent_session_id: uuid.UUID = Field(description="the agent session it came from")
+    archive_seq: int = Field(description="the archive whose messages state it")
+    source_seqs: list[int] = Field(description="the messages (seqs) that state it")
+    embedding_model: str = Field(description="the embedder of its vector")
+    superseded_by: uuid.UUID | None = Field(
+        description="the memory that contradicted and replaced it; null while it is current"
+    )
     created_at: datetime
     updated_at: datetime
-    score: float = Field(description='cosine similarity of query and memory; what min_score cuts')
-    vector_rank: int | None = Field(description='place among the vector candidates (1 = first)')
-    text_rank: int | None = Field(description='place among the full-text candidates')
-    fused: float = Field(description='reciprocal-rank-fusion score: the order of the results')
+    score: float = Field(description="cosine similarity of query and memory; what min_score cuts")
+    vector_rank: int | None = Field(description="place among the vector candidates (1 = first)")
+    text_rank: int | None = Field(description="place among the full-text candidates")
+    fused: float = Field(description="reciprocal-rank-fusion score: the order of the results")
 
 
 class MemorySearchRead(BaseModel):
     items: list[MemoryHitRead]
-    embedding_model: str = Field(description='only memories embedded by it were compared')
+    embedding_model: str = Field(description="only memories embedded by it were compared")
     min_score: float
 
 
 class MessagePage(BaseModel):
     items: list[MessageRead]
-    next_after_seq: int | None = Field(description='pass as after_seq to read the next page; null at the end')
+    next_after_seq: int | None = Field(
+        description="pass as after_seq to read the next page; null at the end"
+    )
 
 
 class PinRead(BaseModel):
@@ -472,13 +537,15 @@ class PinRead(BaseModel):
 
 
 class PinList(BaseModel):
-    items: list[PinRead] = Field(description='oldest first')
-    tokens: int = Field(description='tokens of the pins now in force')
+    items: list[PinRead] = Field(description="oldest first")
+    tokens: int = Field(description="tokens of the pins now in force")
     max_tokens: int = Field(description="the most the agent session's pins may hold in all")
 
 
 class RetractionRead(BaseModel):
-    retracted: MessageRead | None = Field(description='the retracted message as stored; null when no live message was left')
+    retracted: MessageRead | None = Field(
+        description="the retracted message as stored; null when no live message was left"
+    )
     retracted_at: datetime | None
 
 
@@ -495,7 +562,9 @@ class SectionVersionRead(BaseModel):
     guard: str | None
     reason: str
     details: dict[str, Any]
-    sources: list[ItemSourceRead] = Field(description="the version's items, in order, with the message seqs each came from")
+    sources: list[ItemSourceRead] = Field(
+        description="the version's items, in order, with the message seqs each came from"
+    )
     generator: str
     model: str | None
     prompt_version: str | None
@@ -504,8 +573,12 @@ class SectionVersionRead(BaseModel):
 
 class SectionHistoryPage(BaseModel):
     items: list[SectionVersionRead]
-    next_after_archive_seq: int | None = Field(description='with next_after_position, where the next page starts; null at the end')
-    next_after_position: int | None = Field(description='pass as after_position (with after_archive_seq) to read the next page')
+    next_after_archive_seq: int | None = Field(
+        description="with next_after_position, where the next page starts; null at the end"
+    )
+    next_after_position: int | None = Field(
+        description="pass as after_position (with after_archive_seq) to read the next page"
+    )
 
 
 class WebhookCreated(BaseModel):
@@ -514,7 +587,9 @@ class WebhookCreated(BaseModel):
     events: list[Literal["archive.done", "archive.failed", "memory.changed"]]
     description: str | None
     created_at: datetime
-    secret: str = Field(description='the signing secret (whsec_…, Standard Webhooks); shown once, keep it')
+    secret: str = Field(
+        description="the signing secret (whsec_…, Standard Webhooks); shown once, keep it"
+    )
 
 
 class WebhookRead(BaseModel):

@@ -1,0 +1,174 @@
+"""Benchmark of history search per query shape, in one agent session of 15 000 messages.
+
+Prints JSON: p50 and p99 latency of ``GET /v1/sessions/{id}/history/search`` for each shape (one
+common word, one rare word, three words, 24 words that are common alone and rare together, a
+phrase, a word with an exclusion, an exclusion alone), and how many hits each found. The
+messages are varied text over a fixed vocabulary (the same for every run), bulk-inserted in SQL;
+only the API path is timed, in process through an ASGI transport. Starts its own embedded
+Postgres.
+
+    python -m bench.history_search [--messages 15000] [--runs 30]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import random
+import statistics
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import httpx
+import psycopg
+from asgi_lifespan import LifespanManager
+from pydantic import SecretStr
+from sqlalchemy.engine import make_url
+
+from app import migrations
+from app.config import Settings
+from app.db import Database, login_url, normalize_url
+from app.main import create_app
+from app.tenancy import service as tenancy
+from app.tenancy.principal import Role
+
+COMMON = [
+    "deploy", "billing", "service", "error", "request", "database", "retry", "timeout", "user",
+    "ledger", "invoice", "payment", "queue", "worker", "config", "cache", "test", "build",
+    "release", "merge", "branch", "commit", "review", "token", "session", "archive", "memory",
+]  # fmt: skip
+RARE = "zeppelin"
+SHAPES = {
+    "one_common_word": "billing",
+    "one_rare_word": RARE,
+    "three_words": "billing retry timeout",
+    "24_words_and": " ".join(COMMON[:24]),
+    "phrase": '"billing service"',
+    "word_and_exclusion": "billing -timeout",
+    "exclusion_only": "-billing",
+}
+
+
+def _plain(url: str) -> str:
+    return make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+
+
+def texts(count: int) -> list[str]:
+    """Messages of 20-60 words: the common words, filler words, paths; one has the rare word."""
+    rng = random.Random(15_000)
+    filler = [f"word{n}" for n in range(3000)]
+    found = []
+    for n in range(count):
+        words = rng.choices(COMMON, k=rng.randint(4, 12)) + rng.choices(
+            filler, k=rng.randint(16, 48)
+        )
+        rng.shuffle(words)
+        if n == count // 2:
+            words.append(RARE)
+        found.append(" ".join(words) + f" see app/services/billing_{n % 50}.py")
+    return found
+
+
+def load(url: str, tenant_id: uuid.UUID, agent_session_id: uuid.UUID, count: int) -> None:
+    rows = [
+        (tenant_id, agent_session_id, seq, "user" if seq % 2 else "assistant", (seq + 1) // 2,
+         json.dumps({"role": "user", "content": body}), 60, body)
+        for seq, body in enumerate(texts(count), start=1)
+    ]  # fmt: skip
+    with psycopg.connect(_plain(url), autocommit=True) as connection:
+        with (
+            connection.cursor() as cursor,
+            cursor.copy(
+                "COPY messages (tenant_id, agent_session_id, seq, role, turn, message, token_count,"
+                " content_text) FROM STDIN"
+            ) as copy,
+        ):
+            for row in rows:
+                copy.write_row(row)
+        connection.execute(
+            "UPDATE agent_sessions SET last_seq = %s, turn_count = %s, total_tokens = %s"
+            " WHERE tenant_id = %s AND agent_session_id = %s",
+            (count, (count + 1) // 2, count * 60, tenant_id, agent_session_id),
+        )
+        connection.execute("ANALYZE")
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
+
+
+async def measure(url: str, messages: int, runs: int) -> dict[str, Any]:
+    database = Database.from_url(login_url(url), pool_size=4)
+    async with database.unscoped() as db:
+        tenant = await tenancy.create_tenant(db, "bench")
+        _, key = await tenancy.issue_key(db, tenant.tenant_id, role=Role.WRITER)
+    settings = Settings(
+        database_url=login_url(url), admin_token=SecretStr("bench"), worker_enabled=False
+    )
+    app = create_app(settings, database=database)
+    headers = {"Authorization": f"Bearer {key}"}
+    shapes: dict[str, Any] = {}
+    async with (
+        LifespanManager(app) as manager,
+        httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=manager.app), base_url="http://bench"
+        ) as http,
+    ):
+        created = await http.post("/v1/sessions", json={}, headers=headers)
+        created.raise_for_status()
+        sid = created.json()["id"]
+        load(url, tenant.tenant_id, uuid.UUID(sid), messages)
+        for shape, query in SHAPES.items():
+            timings: list[float] = []
+            statuses: dict[int, int] = {}
+            hits = 0
+            for _ in range(runs):
+                started = time.perf_counter()
+                response = await http.get(
+                    f"/v1/sessions/{sid}/history/search",
+                    params={"q": query, "limit": 10},
+                    headers=headers,
+                )
+                timings.append((time.perf_counter() - started) * 1000)
+                statuses[response.status_code] = statuses.get(response.status_code, 0) + 1
+                if response.status_code == 200:
+                    hits = len(response.json()["items"])
+            shapes[shape] = {
+                "query": query,
+                "p50_ms": round(statistics.median(timings), 2),
+                "p99_ms": round(percentile(timings, 0.99), 2),
+                "hits": hits,
+                "statuses": statuses,
+            }
+    await database.dispose()
+    return {"messages": messages, "runs_per_shape": runs, "shapes": shapes}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--messages", type=int, default=15_000)
+    parser.add_argument("--runs", type=int, default=30, help="timed searches per shape")
+    args = parser.parse_args()
+    from pgserver.postgres_server import get_server
+
+    with tempfile.TemporaryDirectory(prefix="wmbench") as tmp:
+        server = get_server(Path(tmp) / "pg", cleanup_mode="delete")
+        try:
+            base = normalize_url(server.get_uri("postgres"))
+            with psycopg.connect(_plain(base), autocommit=True) as connection:
+                connection.execute("CREATE DATABASE wmbench")
+            url = make_url(base).set(database="wmbench").render_as_string(hide_password=False)
+            migrations.upgrade(url)
+            result = asyncio.run(measure(url, args.messages, args.runs))
+        finally:
+            server.cleanup()
+    print(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()
