@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_e2e import Server
+from tests.support.servers import Server
 
 pytestmark = pytest.mark.e2e
 
