@@ -246,10 +246,13 @@ async def build(database: Database, url: str, settings: Settings) -> AuditData:
     return AuditData(url, tenant, other, billing, support, other_session)
 
 
-def session_with(data: AuditData, external_id: str, script: list[ScriptStep]) -> str:
-    """One more agent session of tenant A, committed for real with its own scripted model."""
+def session_with(
+    data: AuditData, external_id: str, script: list[ScriptStep]
+) -> tuple[TenantKeys, str]:
+    """An agent session committed for real with its own scripted model, in a tenant of its own
+    (the other tests count tenant A's archives)."""
 
-    async def work() -> str:
+    async def work() -> tuple[TenantKeys, str]:
         database = Database.from_url(data.url, pool_size=2)
         chat = ScriptedChatModel(script)
         app = create_app(
@@ -264,11 +267,12 @@ def session_with(data: AuditData, external_id: str, script: list[ScriptStep]) ->
                     transport=httpx.ASGITransport(app=manager.app), base_url="http://workmem.test"
                 ) as http,
             ):
-                made = await _session(http, data.tenant, external_id, len(script))
+                keys = await make_tenant(database, external_id)
+                made = await _session(http, keys, external_id, len(script))
         finally:
             await database.dispose()
         assert chat.remaining == 0, "every scripted reply was used"
-        return made
+        return keys, made
 
     # Its own event loop, in a thread: the caller may be inside a running one.
     with ThreadPoolExecutor(max_workers=1) as thread:
