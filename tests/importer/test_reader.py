@@ -124,15 +124,24 @@ def test_the_sample_matches_its_manifest() -> None:
 
 def test_an_externalized_tool_output_is_restored_in_full() -> None:
     swe = next(s for s in read_all(SAMPLE) if s.ref.session_id == "swe-marshmallow-1867")
-    results = [m for line in swe.messages for m in line.messages if m.role == "tool"]
-    restored = [
-        m for m in results if m.metadata and m.metadata["openviking"].get("tool_output_ref")
+    stored = [m for line in swe.messages for m in line.messages]
+    # The layout of the call's parts says which output was externalized; its result holds it.
+    externalized = [
+        (entry, call.id)
+        for m in stored
+        if m.metadata
+        for entry, call in zip(
+            [p for p in m.metadata["openviking"].get("parts", []) if p["type"] == "tool"],
+            m.tool_calls or [],
+            strict=True,
+        )
+        if entry.get("tool_output_ref")
     ]
+    results = {m.tool_call_id: m.content for m in stored if m.role == "tool"}
     full = SAMPLE / SESSIONS / "swe-marshmallow-1867/tool-results"
     output = next(full.glob("*/output.txt")).read_text(encoding="utf-8")
-    assert [m.content for m in restored] == [output]
-    assert restored[0].metadata is not None
-    assert restored[0].metadata["openviking"]["tool_output_restored"] is True
+    assert [results[call_id] for _, call_id in externalized] == [output]
+    assert externalized[0][0]["tool_output_restored"] is True
 
 
 def test_a_failed_archive_keeps_its_stage_and_error() -> None:
@@ -289,7 +298,7 @@ def test_a_duplicate_id_is_skipped_and_a_nan_kept_as_text(tmp_path: Path) -> Non
     ]
     (kept,) = read.live
     assert kept.messages[0].metadata == {
-        "openviking": {"message_id": message(2)["id"], "score": "NaN"}
+        "openviking": {"message_id": message(2)["id"], "score": "NaN", "parts": [{"type": "text"}]}
     }
 
 
