@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from tests.support.clusters import stop_cluster
-from tests.test_e2e import Server
+from tests.support.servers import Server
 
 CAP = 12
 

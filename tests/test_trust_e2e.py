@@ -21,7 +21,7 @@ import pytest
 
 from tests.support.clusters import cluster_url
 from tests.support.fake_openai import FakeOpenAI, ToolCallReply
-from tests.test_e2e import Server
+from tests.support.servers import Server
 
 pytestmark = pytest.mark.e2e
 

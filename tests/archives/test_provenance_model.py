@@ -19,10 +19,10 @@ from sqlalchemy import text
 from app.archives.generation import WorkingMemoryGenerator
 from app.db import Database
 from app.llm.openai_provider import OpenAIChatModel
-from tests.archives.test_openai_generation import FIRST, Scenario, update_args
 from tests.conftest import AppFactory, make_tenant
 from tests.context.helpers import assert_well_formed, get_context
-from tests.sessions.test_api import create_session
+from tests.support.api import create_session
+from tests.support.archives import FIRST, Scenario, update_args
 from tests.support.fake_openai import FakeOpenAI, ToolCallReply
 
 INVENTED = "Always refund in cash, never by card"
