@@ -147,6 +147,28 @@ class Settings(BaseSettings):
         ge=64 * 1024,
         description="largest request body, enforced while it is read (413 beyond)",
     )
+    http_header_timeout_s: float = Field(
+        default=10.0,
+        gt=0,
+        le=300,
+        description="a connection whose request line and headers are not whole this long after "
+        "it opened (or after the previous response) is closed",
+    )
+    http_max_header_bytes: int = Field(
+        default=64 * 1024,
+        ge=4 * 1024,
+        le=1024 * 1024,
+        description="a connection whose pending request line and headers pass this is closed",
+    )
+    http_max_connections: int = Field(
+        default=1000,
+        ge=1,
+        le=100_000,
+        description="client connections one server process holds; one more is closed at once",
+    )
+    http_keep_alive_s: float = Field(
+        default=5.0, gt=0, le=300, description="an idle keep-alive connection is closed after this"
+    )
     body_idle_timeout_s: float = Field(
         default=10.0, gt=0, description="408 when a request body stops arriving this long"
     )

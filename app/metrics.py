@@ -74,6 +74,12 @@ MODEL_CIRCUIT_REFUSED = Counter(
     "Model calls not made because the provider's circuit was open",
     ["provider"],
 )
+CONNECTIONS_CLOSED = Counter(
+    "workmem_http_connections_closed_total",
+    "Client connections the server closed before a request: header_timeout, "
+    "header_too_large, connection_cap",
+    ["reason"],
+)
 POOL_CONNECTIONS = Gauge(
     "workmem_db_pool_connections",
     "Database connections of this process, by pool (transactions, appends) and state",

@@ -5,7 +5,7 @@ Owns the order of a server process's life: the socket is bound before "serving o
 gracefully, then the embedded cluster is let go of, and only then does the process end with the
 signal's own exit status. uvicorn re-raises a caught signal after its shutdown; with the default
 disposition that would end the process before any exit hook stops the cluster. Holds no
-feature logic.
+feature logic. With the embedded cluster, a supervisor thread restarts it if its postmaster dies.
 """
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ import uvicorn
 from uvicorn.supervisors import Multiprocess
 
 from app.config import Settings
-from app.embedded import EmbeddedPostgres
+from app.embedded import EmbeddedPostgres, Supervisor
+from app.http_guard import ConnectionLimits, protocol_factory
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
@@ -52,11 +53,19 @@ def serve(
     def announce() -> None:
         print(f"workmem: serving on http://{settings.host}:{settings.port}", flush=True)  # noqa: T201
 
+    limits = ConnectionLimits(
+        header_timeout_s=settings.http_header_timeout_s,
+        max_connections=settings.http_max_connections,
+        max_header_bytes=settings.http_max_header_bytes,
+    )
     options: dict[str, Any] = {
         "host": settings.host,
         "port": settings.port,
         "log_config": None,
         "timeout_graceful_shutdown": 10,
+        "timeout_keep_alive": settings.http_keep_alive_s,
+        "h11_max_incomplete_event_size": settings.http_max_header_bytes,
+        "http": protocol_factory(limits),
     }
     received: list[int] = []
 
@@ -67,6 +76,9 @@ def serve(
     # here, and the process ends below, after the cluster was let go of.
     previous = {signum: signal.signal(signum, remember) for signum in STOP_SIGNALS}
     started = True
+    supervisor = Supervisor(embedded) if embedded is not None else None
+    if supervisor is not None:
+        supervisor.start()
     try:
         if workers == 1:
             server = _Announcing(uvicorn.Config(app_factory(settings), **options), announce)
@@ -74,7 +86,7 @@ def serve(
             started = server.started
         else:
             # Several processes import the app by name and read their settings from the
-            # environment; uvicorn picks uvloop and httptools by itself when they are installed.
+            # environment; uvicorn picks uvloop by itself when it is installed.
             os.environ["DATABASE_URL"] = str(settings.database_url)
             os.environ.pop("WORKMEM_DATABASE_URL", None)
             config = uvicorn.Config("app.asgi:app", workers=workers, **options)
@@ -82,6 +94,8 @@ def serve(
             announce()
             Multiprocess(config, sockets=[sock]).run()
     finally:
+        if supervisor is not None:
+            supervisor.stop()
         if embedded is not None:
             embedded.stop()
         for signum, handler in previous.items():

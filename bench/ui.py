@@ -34,7 +34,7 @@ from app.tenancy import service as tenancy
 from app.tenancy.principal import Role
 from tests.audit.browser import CHROMIUM, CHROMIUM_ARGS
 from tests.support.postgres import PostgresForTests
-from tests.test_e2e import free_port, workmem_command
+from tests.support.servers import free_port, workmem_command
 
 ROUNDS = 15
 

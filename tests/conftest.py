@@ -1,4 +1,5 @@
-"""Shared fixtures: one Postgres per run, a migrated database, the app, and tenants with keys.
+"""Shared fixtures: one Postgres per test process (under xdist, per worker), a migrated
+database, the app, and tenants with keys.
 
 API tests commit for real; each test creates its own tenant, so row-level security keeps tests
 apart exactly as it keeps customers apart.
@@ -8,10 +9,9 @@ from __future__ import annotations
 
 import os
 import secrets
-import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -23,26 +23,72 @@ from app.archives.generation import WorkingMemoryGenerator
 from app.config import Settings
 from app.db import SERVICE_KEY_VARIABLE, Database
 from app.main import create_app
-from app.tenancy import service as tenancy
-from app.tenancy.principal import Principal, Role
+from tests.support.backends import (
+    BackendError,
+    Choice,
+    asked_backend,
+    choose_backend,
+    docker_unavailable,
+)
 from tests.support.clusters import RUN_DATA_DIRS, postgres_processes
 from tests.support.postgres import DatabaseUrls, PostgresForTests
+from tests.support.tenants import ADMIN_TOKEN, AppFactory, TenantKeys, make_tenant
+from tests.support.workers import (
+    group_shared_fixtures,
+    is_worker,
+    name_groups,
+    report_to_controller,
+    reported_by,
+)
 
-ADMIN_TOKEN = "operator-secret-token-for-tests"
+# Test modules import these from here or from tests.support.tenants.
+__all__ = ["ADMIN_TOKEN", "AppFactory", "TenantKeys", "make_tenant"]
+
 # The key of the service's work across tenants: every migrated test database registers it, and
-# every Database and `workmem` process of the run reads it from the environment.
+# every Database and `workmem` process of the run reads it from the environment (xdist workers
+# inherit it from the controller, which imports this module first).
 SERVICE_KEY = os.environ.setdefault(SERVICE_KEY_VARIABLE, secrets.token_urlsafe(32))
+
+WORKER_DATA_DIRS = pytest.StashKey[list[Path]]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    try:
+        asked_backend(os.environ)
+    except BackendError as error:
+        raise pytest.UsageError(str(error)) from None
+    config.stash[WORKER_DATA_DIRS] = []
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    group_shared_fixtures(items)
+
+
+@pytest.hookimpl(tryfirst=True)  # before a worker sends the test ids to the controller
+def pytest_collection_finish(session: pytest.Session) -> None:
+    name_groups(session.config, session.items)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: object | None) -> None:
+    """On the xdist controller: a worker finished; keep the clusters it started."""
+    node.config.stash[WORKER_DATA_DIRS].extend(reported_by(node))
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    """The run leaves no cluster behind: every data directory it started one in is checked
-    for postgres processes (server processes were stopped with real signals)."""
-    left = postgres_processes(RUN_DATA_DIRS)
+    """The run leaves no cluster behind: every data directory it started one in (in this
+    process, or in any xdist worker) is checked for postgres processes (server processes were
+    stopped with real signals)."""
+    if is_worker(session.config):
+        report_to_controller(session.config, RUN_DATA_DIRS)
+        return
+    started = [*RUN_DATA_DIRS, *session.config.stash[WORKER_DATA_DIRS]]
+    left = postgres_processes(started)
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     if reporter is not None:
         reporter.write_line(
-            f"embedded clusters started by this run: {len(RUN_DATA_DIRS)}; "
-            f"still running: {len(left)}"
+            f"embedded clusters started by this run: {len(started)}; still running: {len(left)}"
         )
     if left:
         if reporter is not None:
@@ -52,8 +98,18 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 
 @pytest.fixture(scope="session")
-def postgres() -> Iterator[PostgresForTests]:
-    server = PostgresForTests.start()
+def postgres_backend() -> Choice:
+    """The one place that chooses the database backend (``WORKMEM_TEST_POSTGRES``; see
+    ``tests/support/backends.py``): the embedded cluster unless a container is asked for."""
+    return choose_backend(os.environ, docker_unavailable)
+
+
+@pytest.fixture(scope="session")
+def postgres(postgres_backend: Choice) -> Iterator[PostgresForTests]:
+    """This process's server: under xdist each worker has its own."""
+    if postgres_backend.unavailable is not None:
+        pytest.skip(postgres_backend.unavailable)
+    server = PostgresForTests.start(postgres_backend)
     yield server
     server.stop()
 
@@ -104,39 +160,6 @@ async def client(settings: Settings, database: Database) -> AsyncIterator[httpx.
         yield http
 
 
-@dataclass(frozen=True)
-class TenantKeys:
-    tenant_id: uuid.UUID
-    admin: str
-    writer: str
-    reader: str
-
-    def principal(self, role: Role = Role.WRITER) -> Principal:
-        return Principal(tenant_id=self.tenant_id, api_key_id=uuid.uuid4(), role=role, user_id=None)
-
-    @staticmethod
-    def headers(key: str) -> dict[str, str]:
-        return {"Authorization": f"Bearer {key}"}
-
-    @property
-    def write(self) -> dict[str, str]:
-        return self.headers(self.writer)
-
-    @property
-    def read(self) -> dict[str, str]:
-        return self.headers(self.reader)
-
-
-async def make_tenant(database: Database, name: str = "tenant") -> TenantKeys:
-    async with database.unscoped() as db:
-        tenant = await tenancy.create_tenant(db, name)
-        keys = {
-            role: (await tenancy.issue_key(db, tenant.tenant_id, role=role))[1]
-            for role in (Role.ADMIN, Role.WRITER, Role.READER)
-        }
-    return TenantKeys(tenant.tenant_id, keys[Role.ADMIN], keys[Role.WRITER], keys[Role.READER])
-
-
 @pytest.fixture
 async def tenant(database: Database) -> TenantKeys:
     return await make_tenant(database, "tenant-a")
@@ -148,8 +171,6 @@ async def other_tenant(database: Database) -> TenantKeys:
 
 
 # Apps of their own, on databases of their own: for tests whose workers claim across tenants.
-
-AppFactory = Callable[..., AbstractAsyncContextManager[httpx.AsyncClient]]
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ from sqlalchemy.engine import make_url
 from typer.testing import CliRunner
 
 from app.cli import cli
-from tests.archives.test_openai_generation import FIRST
+from tests.support.archives import FIRST
 from tests.support.postgres import DatabaseUrls
 
 runner = CliRunner()

@@ -14,8 +14,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy.engine import make_url
 
-from tests.test_e2e import Server, workmem_command
-from tests.test_unavailable import closed_port
+from tests.support.servers import Server, closed_port, workmem_command
 
 pytestmark = pytest.mark.e2e
 

@@ -32,7 +32,7 @@ from tests.support.faults import (
     wait_ready,
     wait_until,
 )
-from tests.test_e2e import workmem_command
+from tests.support.servers import workmem_command
 
 pytestmark = pytest.mark.e2e
 

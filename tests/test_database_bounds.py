@@ -17,7 +17,7 @@ from sqlalchemy import text
 from app.db import Database
 from app.errors import DatabaseConflict, DatabaseTimeout
 from tests.conftest import AppFactory, TenantKeys
-from tests.sessions.test_api import create_session
+from tests.support.api import create_session
 from tests.support.postgres import DatabaseUrls
 
 

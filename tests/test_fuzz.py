@@ -20,7 +20,7 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.test_e2e import Server
+from tests.support.servers import Server
 
 pytestmark = pytest.mark.e2e
 

@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import re
 from pathlib import Path
 from types import ModuleType
 
 import psycopg
 import pytest
 from alembic import command
+from alembic.script import ScriptDirectory
+from alembic.script.revision import Revision, RevisionError
 from sqlalchemy.engine import make_url
 
 from app import migrations
@@ -56,13 +59,159 @@ def test_round_trip_and_check(fresh_url: str) -> None:
 
 
 def test_revision_files_are_date_named() -> None:
-    import re
-
     versions = Path(migrations.__file__).resolve().parent.parent / "migrations" / "versions"
     names = [path.name for path in versions.glob("*.py")]
     assert names
     for name in names:
         assert re.fullmatch(r"\d{4}-\d{2}-\d{2}-\d{4}_[a-z0-9_]+\.py", name), name
+
+
+VERSIONS = Path(migrations.__file__).resolve().parent.parent / "migrations" / "versions"
+
+LEGACY_IDS = frozenset(
+    {
+        *("0001", "0002", "0003", "0004", "0005", "0007", "0008", "0009", "0010"),
+        "20261201_2125_definer_path",
+        "20261201_2135_atomic_quotas",
+        "20261201_2145_tenant_tokens",
+        "20261201_2146_fair_webhook_claim",
+        "20261201_2200_bounded_history",
+    }
+)
+"""Ids given before an id had to be its file's stem. Databases hold them, so they stay; this set
+never grows."""
+
+
+def declared(path: Path) -> tuple[str, str | None]:
+    """A revision file's ``revision`` and ``down_revision``, read without running it."""
+    found: dict[str, str | None] = {}
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.AnnAssign | ast.Assign):
+            targets = [node.target] if isinstance(node, ast.AnnAssign) else node.targets
+            for target in targets:
+                if isinstance(target, ast.Name) and target.id in ("revision", "down_revision"):
+                    assert isinstance(node.value, ast.Constant), (path.name, target.id)
+                    value = node.value.value
+                    assert value is None or isinstance(value, str), (path.name, target.id)
+                    found[target.id] = value
+    assert "revision" in found, path.name
+    assert "down_revision" in found, path.name
+    revision = found["revision"]
+    assert isinstance(revision, str), path.name
+    return revision, found["down_revision"]
+
+
+def chain_order(revisions: dict[str, str | None]) -> list[str]:
+    """The ids from base to head; fails on a branch, a second base or a dangling parent."""
+    children: dict[str | None, list[str]] = {}
+    for revision, down in revisions.items():
+        children.setdefault(down, []).append(revision)
+    order: list[str] = []
+    parent: str | None = None
+    while parent in children:
+        following = children[parent]
+        assert len(following) == 1, f"{parent or 'base'} has more than one child: {following}"
+        parent = following[0]
+        order.append(parent)
+    assert len(order) == len(revisions), f"not one chain: {sorted(set(revisions) - set(order))}"
+    return order
+
+
+@pytest.mark.parametrize(
+    ("revisions", "order"),
+    [
+        ({"a": None}, ["a"]),
+        ({"b": "a", "a": None, "c": "b"}, ["a", "b", "c"]),
+        ({"a": None, "b": "a", "c": "a"}, None),  # a branch: two heads
+        ({"a": None, "b": None}, None),  # two bases
+        ({"a": None, "b": "x"}, None),  # a parent that is no revision
+    ],
+)
+def test_the_chain_order_of_a_table(
+    revisions: dict[str, str | None], order: list[str] | None
+) -> None:
+    if order is None:
+        with pytest.raises(AssertionError):
+            chain_order(revisions)
+    else:
+        assert chain_order(revisions) == order
+
+
+def revision_id(stem: str) -> str:
+    """A new revision's id: its file's stem, the date written without dashes (Alembic refuses
+    ``-`` in an id, keeping it for relative revisions such as ``head-1``)."""
+    day, _, rest = stem.partition("_")
+    year, month, date, time = day.split("-")
+    return f"{year}{month}{date}_{time}_{rest}"
+
+
+@pytest.mark.parametrize(
+    ("stem", "revision"),
+    [
+        ("2026-12-01-2215_slug", "20261201_2215_slug"),
+        ("2027-01-09-0005_two_words", "20270109_0005_two_words"),
+        ("2026-12-01-2135_atomic_quotas", "20261201_2135_atomic_quotas"),
+    ],
+)
+def test_a_new_id_is_its_stem_without_dashes(stem: str, revision: str) -> None:
+    assert revision_id(stem) == revision
+    Revision.verify_rev_id(revision)
+    with pytest.raises(RevisionError):
+        Revision.verify_rev_id(stem)
+
+
+def test_the_chain_runs_in_file_order_and_new_ids_are_file_stems() -> None:
+    """Date-named files sort as they were written; the chain must follow them, and a new id is
+    its file's stem, so two revisions can neither collide nor sort apart from their files."""
+    files = sorted(VERSIONS.glob("*.py"))
+    revisions = {path.stem: declared(path) for path in files}
+    ids = {stem: revision for stem, (revision, _) in revisions.items()}
+    chain = chain_order(dict(revisions.values()))
+    assert chain == [ids[path.stem] for path in files]
+    for stem, revision in ids.items():
+        expected = revision_id(stem)
+        assert revision in LEGACY_IDS or revision == expected, f"{stem}.py: use {expected!r}"
+    script = ScriptDirectory.from_config(migrations.alembic_config())
+    assert script.get_heads() == [chain[-1]]
+
+
+ROOT = VERSIONS.parent.parent
+DEFINED_BY = re.compile(r"`(workmem_[a-z_]+)\(…\)` \(defined by revision\s+`([^`]+)`")
+LEGACY_POINTER = re.compile(r"\b(?:revision|migration)s?\s+0\d{3}\b", re.IGNORECASE)
+
+
+def prose_and_code() -> dict[str, str]:
+    """The docs, the README and the application's code: everything that may point at a revision
+    (the revisions themselves excepted)."""
+    paths = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    paths += sorted((ROOT / "app").rglob("*.py"))
+    return {str(path.relative_to(ROOT)): path.read_text() for path in paths}
+
+
+def test_docs_name_the_revision_that_defines_each_function_today() -> None:
+    stems = [path.stem for path in sorted(VERSIONS.glob("*.py"))]
+    texts = {path.stem: path.read_text() for path in sorted(VERSIONS.glob("*.py"))}
+    pointers = [
+        (name, stem, where)
+        for where, text in prose_and_code().items()
+        for name, stem in DEFINED_BY.findall(text)
+    ]
+    assert pointers, "docs/database.md names the revision of workmem_append"
+    for name, stem, where in pointers:
+        assert stem in stems, f"{where}: no revision {stem}"
+        newest = [s for s in stems if f"{name}(" in texts[s]][-1]
+        assert stem == newest, f"{where} says {name} is defined by {stem}; the newest is {newest}"
+
+
+def test_nothing_points_at_a_revision_by_its_old_number() -> None:
+    """Numbers do not say where a revision is nor whether a later one replaced it; a pointer
+    names the revision's file stem."""
+    found = {
+        where: LEGACY_POINTER.findall(text)
+        for where, text in prose_and_code().items()
+        if LEGACY_POINTER.search(text)
+    }
+    assert found == {}
 
 
 SEVEN_HEADERS = """# Working Memory

@@ -12,8 +12,8 @@ from pydantic import ValidationError
 
 from app.sessions.schemas import MessageCreate
 from tests.conftest import ADMIN_TOKEN, TenantKeys
-from tests.sessions.test_api import create_session
-from tests.sessions.test_validation import BAD_MESSAGES, GOOD_PARTS
+from tests.support.api import create_session
+from tests.support.messages import BAD_MESSAGES, GOOD_PARTS
 
 METHODS = ("get", "post", "put", "patch", "delete")
 

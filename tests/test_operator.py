@@ -15,10 +15,9 @@ import pytest
 
 from app.observability import JsonFormatter
 from tests.conftest import TenantKeys
-from tests.sessions.test_api import create_session
+from tests.support.api import create_session
 from tests.support.postgres import PostgresForTests
-from tests.test_e2e import workmem_command
-from tests.test_unavailable import closed_port
+from tests.support.servers import closed_port, workmem_command
 
 
 def workmem(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:

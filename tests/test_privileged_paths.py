@@ -13,24 +13,12 @@ from pathlib import Path
 from sqlalchemy import text
 
 from app.db import Database
+from tests.support.privileged import documented
 
 ROOT = Path(__file__).resolve().parent.parent
-INVENTORY = re.compile(r"^\| `(workmem_[a-z_]+)\([^`]*\)` \| ([^|]*) \|", re.MULTILINE)
-CALLER = re.compile(r"^`(app/[a-z_/]+\.py)`")
 # Policies run as whoever reads: the one definer function they call is executable by all.
 FOR_EVERY_ROLE = {"workmem_verified_tenant"}
 FUNCTION_CALL = re.compile(r"\b(workmem_[a-z_]+)\(")
-
-
-def documented() -> dict[str, str | None]:
-    """Each listed function, with the module that calls it (None: no code calls it)."""
-    rows = INVENTORY.findall((ROOT / "docs" / "operations.md").read_text())
-    assert rows, "the inventory table of docs/operations.md was not found"
-    found: dict[str, str | None] = {}
-    for name, caller in rows:
-        module = CALLER.match(caller)
-        found[name] = None if module is None else module.group(1)
-    return found
 
 
 def application_sources() -> dict[str, str]:

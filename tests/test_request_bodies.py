@@ -12,7 +12,7 @@ import pytest
 
 from app.sessions.schemas import MessageCreate
 from app.sessions.service import OFF_LOOP_CHARACTERS, Limits, prepare_append_off_loop
-from tests.test_e2e import Server
+from tests.support.servers import Server
 
 LIMIT = 256 * 1024
 

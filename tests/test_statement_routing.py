@@ -28,8 +28,8 @@ from app.db import Database
 from app.main import create_app
 from tests.conftest import TenantKeys, make_tenant
 from tests.support.postgres import PostgresForTests
+from tests.support.privileged import documented
 from tests.support.statements import Statement, StatementLog
-from tests.test_privileged_paths import documented
 
 TENANT_PARAM = re.compile(r"tenant_id\s*=\s*%\((\w+)\)s")
 INSERT_COLUMNS = re.compile(r"^INSERT INTO (\w+)(?: AS \w+)? \(([^)]*)\)")

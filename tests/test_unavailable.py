@@ -2,21 +2,13 @@
 
 from __future__ import annotations
 
-import socket
-
 import httpx
 from asgi_lifespan import LifespanManager
 
 from app.config import Settings
 from app.db import Database
 from app.main import create_app
-
-
-def closed_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-    return port
+from tests.support.servers import closed_port
 
 
 async def test_requests_answer_503_while_the_database_is_down() -> None:

@@ -19,7 +19,13 @@ from app.llm.ports import ChatModel, ModelError, Usage
 from app.wm.extractor import extract
 from app.wm.merge import MergeResult, creation_ops, merge
 from app.wm.prompts import PROMPT_VERSION, batch_messages, create_prompt, update_prompt
-from app.wm.provenance import Provenance, cited_markdown, constraint_evidence, source_key
+from app.wm.provenance import (
+    Provenance,
+    cited_markdown,
+    constraint_evidence,
+    message_roles,
+    source_key,
+)
 from app.wm.recovery import RecoveryPath, recover_arguments, recover_document
 from app.wm.references import SeqRange
 from app.wm.schema import CREATE_TOOL, UPDATE_TOOL
@@ -139,6 +145,7 @@ class WorkingMemoryGenerator:
         *,
         seqs: Sequence[int] | None = None,
         pins: Sequence[str] = (),
+        pinned_seqs: frozenset[int] = frozenset(),
     ) -> Generated:
         """Merge the archive's messages into the prior, batch by batch (each batch's WM is the
         next batch's prior), so the input of one call stays within ``max_input_tokens``.
@@ -147,7 +154,7 @@ class WorkingMemoryGenerator:
         and a reference may name any message up to the batch's last. A batch never spans a gap
         in the numbering (a retracted message), so each batch is numbered consecutively.
         ``pins`` are the agent session's pinned facts, given to the model as facts not to
-        contradict.
+        contradict; ``pinned_seqs`` the messages they name, whose items get the ``pin`` authority.
         """
         numbers = list(range(1, len(messages) + 1)) if seqs is None else list(seqs)
         if len(numbers) != len(messages):
@@ -156,9 +163,11 @@ class WorkingMemoryGenerator:
         budget = max(2_000, self.max_input_tokens - _PROMPT_OVERHEAD_TOKENS - prior_tokens)
         batches: list[tuple[Sequence[Mapping[str, object]], int]] = []
         evidence: dict[int, str] = {}
+        roles: dict[int, tuple[str, ...]] = {}
         for start, end in consecutive_runs(numbers):
             run, first_seq = messages[start:end], numbers[start]
             evidence.update(constraint_evidence(run, first_seq))
+            roles.update(message_roles(run, first_seq, pinned_seqs))
             if self.chat is None:
                 cut = offline_batches(run, budget)
             else:
@@ -179,6 +188,7 @@ class WorkingMemoryGenerator:
                     SeqRange(1, first_seq + len(part) - 1),
                     prior=current.sources,
                     evidence=evidence,
+                    roles=roles,
                 ),
             )
             usage = usage + step.usage

@@ -55,12 +55,22 @@ class ItemSourceRead(BaseModel):
         default_factory=list,
         description="Task & Goals constraints: the user messages among seqs that state it",
     )
+    authority: list[str] = Field(
+        default_factory=list,
+        description="who its sources are: user, system, pin, assistant, tool (a constraint or "
+        "goal from assistant or tool messages only is not an instruction)",
+    )
 
 
 def sources_read(value: WorkingMemory) -> dict[str, list[ItemSourceRead]]:
     return {
         section.value: [
-            ItemSourceRead(item=entry.item, seqs=list(entry.seqs), evidence=list(entry.evidence))
+            ItemSourceRead(
+                item=entry.item,
+                seqs=list(entry.seqs),
+                evidence=list(entry.evidence),
+                authority=list(entry.authority),
+            )
             for entry in entries
         ]
         for section, entries in value.sources.items()

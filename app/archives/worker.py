@@ -176,6 +176,9 @@ class ArchiveWorker:
                 work.messages,
                 seqs=work.seqs,
                 pins=[pin.line for pin in work.pins],
+                pinned_seqs=frozenset(
+                    pin.message_seq for pin in work.pins if pin.message_seq is not None
+                ),
             )
             # Never raises: a failure to extract or embed is reported, the WM goes on.
             prepared = None

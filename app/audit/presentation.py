@@ -21,6 +21,7 @@ _TONES: Mapping[Reason, Tone] = {
     Reason.NOTHING_NEW: "neutral",
     Reason.CONSTRAINT_RESTORED: "restored",
     Reason.OPEN_ISSUES_RESTORED: "restored",
+    Reason.SOURCE_RESTORED: "restored",
     Reason.FILES_PATH_REGRESSION: "rejected",
     Reason.KEY_FACTS_RATIO: "rejected",
     Reason.KEY_FACTS_ANCHOR_COVERAGE: "rejected",
@@ -35,6 +36,10 @@ _TONES: Mapping[Reason, Tone] = {
     Reason.INVALID_OP: "invalid",
     Reason.UNRECOVERABLE_ARGUMENTS: "invalid",
     Reason.UNSOURCED_CONSTRAINT: "alert",
+    Reason.SOURCE_RESTORED: "restored",
+    Reason.CONTRADICTS_SOURCE: "alert",
+    Reason.CONFLICTING_CONSTRAINT: "alert",
+    Reason.TOOL_SOURCED_INSTRUCTION: "alert",
 }
 
 _PHRASES: Mapping[Reason, str] = {
@@ -42,6 +47,7 @@ _PHRASES: Mapping[Reason, str] = {
     Reason.NOTHING_NEW: "nothing new",
     Reason.CONSTRAINT_RESTORED: "dropped constraints restored",
     Reason.OPEN_ISSUES_RESTORED: "dropped open issues restored",
+    Reason.SOURCE_RESTORED: "items the messages state restored",
     Reason.FILES_PATH_REGRESSION: "update rejected: it lost file paths",
     Reason.KEY_FACTS_RATIO: "consolidation rejected: too few items left",
     Reason.KEY_FACTS_ANCHOR_COVERAGE: "consolidation rejected: names, dates or numbers lost",
@@ -56,6 +62,10 @@ _PHRASES: Mapping[Reason, str] = {
     Reason.INVALID_OP: "the op was unusable: kept",
     Reason.UNRECOVERABLE_ARGUMENTS: "the model's arguments were unreadable: kept",
     Reason.UNSOURCED_CONSTRAINT: "a constraint no user message gave: marked unsourced",
+    Reason.SOURCE_RESTORED: "left out what the messages said: restored from the source",
+    Reason.CONTRADICTS_SOURCE: "a constraint that inverts its own source: marked",
+    Reason.CONFLICTING_CONSTRAINT: "a constraint that inverts a kept one: marked",
+    Reason.TOOL_SOURCED_INSTRUCTION: "an instruction from a tool result or the assistant: marked",
 }
 
 

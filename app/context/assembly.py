@@ -25,6 +25,10 @@ from app.pins.records import Pin
 from app.sessions.records import StoredMessage
 from app.wm.tokens import TokenCounter
 
+SUMMARY_FLOOR_SHARE: Final = 4
+"""The summary may always take a quarter of the usable budget (within its layer), however many
+unsummarised messages would fill it."""
+
 CUT_NOTE: Final = (
     'Parts of the summary marked "[cut ...]" were shortened to fit the token budget; the same '
     "session's /working-memory path returns them in full."
@@ -184,14 +188,24 @@ def assemble(
     pinned = pinned_block(pins, layer, counter)
     # A pin is left out only when nothing of the summary could be sent beside the pins.
     layer = layer - pinned.tokens if not pinned.left_out else 0
+    # Pins aside, the unsummarised messages come before the summary: they are truncation's own
+    # newest messages, and no summary holds them. The summary takes the room they leave, and
+    # never less than its floor: a long tail not yet committed must not hide all older history.
+    room = usable - hint_tokens - pinned.tokens
+    raw_tokens = max(forced_tokens, fit_units(units, room).tokens)
+    layer = max(0, min(layer, max(usable // SUMMARY_FLOOR_SHARE, room - raw_tokens)))
     summary = None if working_memory is None else summarise(working_memory, layer, counter)
     wm_tokens = summary.tokens if summary is not None else 0
     if summary is not None and summary.text is None and not hint_omitted:
         text, hint_tokens, hint_omitted = fitting(hint.without_summary)
-    if text and summary is not None and summary.cuts:
+    if text and working_memory is not None and summary is not None and summary.cuts:
+        # The note that explains the cuts takes its room from the summary's layer, never from
+        # the unsummarised messages.
         noted = f"{text} {CUT_NOTE}"
         noted_tokens = counter(noted)
-        if noted_tokens + wm_tokens + pinned.tokens + forced_tokens <= usable:
+        shorter = summarise(working_memory, layer - (noted_tokens - hint_tokens), counter)
+        if shorter.text is not None:
+            summary, wm_tokens = shorter, shorter.tokens
             text, hint_tokens = noted, noted_tokens
     head_tokens = hint_tokens + wm_tokens + pinned.tokens
     room = max(0, min(usable // RECALL_SHARE, usable - head_tokens - forced_tokens))

@@ -34,8 +34,9 @@ class Budget:
 
     @property
     def wm_layer(self) -> int:
-        """The most the summary may take: ``min(8 000, 50 % of the usable budget)``."""
-        return min(WM_LAYER_CAP, self.usable // 2)
+        """The most the summary may take: ``min(8 000, the usable budget)``; what the
+        unsummarised messages leave of it is the summary's share (``assembly``)."""
+        return min(WM_LAYER_CAP, self.usable)
 
 
 class InvalidBudget(ValueError):

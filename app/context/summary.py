@@ -7,6 +7,7 @@ legacy free-text summary. Pure; never decides the layer (``budget``) or what els
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
@@ -49,11 +50,19 @@ class ReductionStep:
     keep_newest: bool = False
 
 
+KEY_FACTS_HALVINGS: Final = (12, 6, 3)
+"""Before Key Facts goes whole, its newest 12, 6 and 3 items are kept in turn: a summary a little
+over its layer loses its oldest facts, not all of them."""
+
 REDUCTION_ORDER: Final[tuple[ReductionStep, ...]] = (
     ReductionStep(CutKind.ITEMS, Section.FILES, keep=FILES_KEEP_FIRST),
     ReductionStep(CutKind.ITEMS, Section.KEY_FACTS, keep=KEY_FACTS_KEEP_NEWEST, keep_newest=True),
     ReductionStep(CutKind.SECTION, Section.SESSION_TITLE),
     ReductionStep(CutKind.SECTION, Section.FILES),
+    *(
+        ReductionStep(CutKind.ITEMS, Section.KEY_FACTS, keep=keep, keep_newest=True)
+        for keep in KEY_FACTS_HALVINGS
+    ),
     ReductionStep(CutKind.SECTION, Section.KEY_FACTS),
     ReductionStep(CutKind.SECTION, Section.TASK_AND_GOALS),
     ReductionStep(CutKind.SECTION, Section.CURRENT_STATE),
@@ -84,17 +93,25 @@ def _apply(step: ReductionStep, bodies: dict[Section, str]) -> Cut | None:
             return None
         bodies[step.section] = SECTION_CUT_MARKER
         return Cut(CutKind.SECTION, step.section, len(items))
+    lines = body.splitlines()
+    # An earlier cut's marker is not an item to keep or count.
+    items = [index for index in items if not lines[index].startswith("- [cut: ")]
     removed = len(items) - step.keep
     if removed <= 0:
         return None
-    lines = body.splitlines()
     if step.keep_newest:
-        marker = f"- [cut: {removed} older items, to fit the token budget]"
+        # A section already cut says how many older items it lost: the new marker counts both.
+        earlier = _EARLIER_CUT.match(lines[0]) if lines else None
+        total = removed + (int(earlier.group(1)) if earlier else 0)
+        marker = f"- [cut: {total} older items, to fit the token budget]"
         bodies[step.section] = "\n".join([marker, *lines[items[removed] :]])
     else:
         marker = f"- [cut: {removed} more items, to fit the token budget]"
         bodies[step.section] = "\n".join([*lines[: items[step.keep]], marker]).strip()
     return Cut(CutKind.ITEMS, step.section, removed)
+
+
+_EARLIER_CUT: Final = re.compile(r"- \[cut: (\d+) older items")
 
 
 def _summary_text(bodies: Mapping[Section, str]) -> str:

@@ -3,7 +3,9 @@
 Owns the decision, given the stored memories that bear on it: a current memory with the same
 slot and value, or one at least ``duplicate_similarity`` similar, is restated (UPDATE); a
 preference or profile memory with the same slot and another value is contradicted (SUPERSEDE:
-a new row, the old ones kept and marked); otherwise ADD. Pure: the write path loads and stores.
+a new row, the old ones kept and marked), and a withdrawal (slot value ``not <value>``, "I no
+longer live in Berlin") supersedes only the memories stating that value; otherwise ADD. Pure:
+the write path loads and stores.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from typing import Final
 from app.memories.records import Candidate, Category, EventKind
 
 DEFAULT_DUPLICATE_SIMILARITY: Final = 0.92
+NOT_PREFIX: Final = "not "
+"""A slot value that withdraws another ("not berlin" after "I no longer live in Berlin")."""
 SLOTTED_CATEGORIES: Final = frozenset({Category.PREFERENCE, Category.PROFILE})
 """Categories whose slot values can contradict each other (DESIGN 9)."""
 
@@ -57,7 +61,14 @@ def decide(
         agreeing = [row for row in same_slot if row.slot_value == candidate.slot_value]
         if agreeing:
             return Change(EventKind.UPDATE, target=agreeing[0], reason="same_slot_value")
-        if same_slot:
+        value = candidate.slot_value or ""
+        if value.startswith(NOT_PREFIX):
+            # "I no longer live in Berlin" takes back Berlin, and says nothing of another city.
+            withdrawn = value[len(NOT_PREFIX) :]
+            taken_back = tuple(row for row in same_slot if row.slot_value == withdrawn)
+            if taken_back:
+                return Change(EventKind.SUPERSEDE, superseded=taken_back, reason="withdrawal")
+        elif same_slot:
             return Change(EventKind.SUPERSEDE, superseded=tuple(same_slot), reason="contradiction")
     if nearest is not None and nearest.similarity >= duplicate_similarity:
         return Change(EventKind.UPDATE, target=nearest, reason="near_duplicate")

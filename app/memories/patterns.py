@@ -13,6 +13,9 @@ from typing import Final
 
 _F: Final = re.IGNORECASE
 
+PETS: Final = (
+    r"dog|cat|puppy|kitten|horse|bird|parrot|rabbit|bunny|hamster|turtle|snake|fish|guinea pig"
+)
 _RELATIONS: Final = (
     r"wife|husband|partner|boyfriend|girlfriend|fiance|fiancee|sister|brother|mom|mum|mother|"
     r"dad|father|son|daughter|grandma|grandmother|grandpa|grandfather|aunt|uncle|cousin|niece|"
@@ -29,6 +32,9 @@ class SlotRule:
     pattern: re.Pattern[str]
     slot: str
     confidence: float
+    keyed: bool = False
+    """The value names the attribute itself (``has pet:dog``, value ``yes``): owning a dog and
+    owning a cat do not contradict each other."""
 
 
 PROFILE_SLOTS: Final = (
@@ -59,16 +65,39 @@ PROFILE_SLOTS: Final = (
         0.8,
     ),
     SlotRule(
-        "profile.work",
+        "profile.job",
         re.compile(
-            r"\bi (?:now |currently |still )?work (?:as|at|for) (?P<value>[^,.;!?]+)"
+            r"\bi (?:now |currently |still )?work as (?P<value>[^,.;!?]+)"
             r"|\bmy (?:job|profession|occupation) is (?P<value2>[^,.;!?]+)"
-            r"|\bi(?:'m| am) (?:now |currently )?(?:working|employed) (?:as|at|for) "
+            r"|\bi(?:'m| am) (?:now |currently )?working as (?P<value3>[^,.;!?]+)",
+            _F,
+        ),
+        "works as",
+        0.8,
+    ),
+    SlotRule(
+        "profile.employer",
+        re.compile(
+            r"\bi (?:now |currently |still )?work (?:at|for) (?P<value>[^,.;!?]+)"
+            r"|\bi(?:'m| am) (?:now |currently )?(?:working|employed) (?:at|for|by) "
+            r"(?P<value2>[^,.;!?]+)"
+            r"|\bi (?:just |recently |finally )?started (?:a |my )?(?:new )?job (?:at|with) "
             r"(?P<value3>[^,.;!?]+)",
             _F,
         ),
-        "works",
+        "works at",
         0.8,
+    ),
+    SlotRule(
+        "profile.pet",
+        re.compile(
+            rf"\bi(?:'ve got| (?:now |still )?(?:have got|have|own)) "
+            rf"(?:(?:a|an|one|two|three|\d+) )?(?P<value>(?:{PETS})s?)\b(?! (?:named|called)\b)",
+            _F,
+        ),
+        "has pet",
+        0.7,
+        keyed=True,
     ),
     SlotRule(
         "profile.relationship",
@@ -133,6 +162,40 @@ PROFILE_FACTS: Final = (
     ),
 )
 
+WITHDRAWALS: Final = (
+    (re.compile(r"\bi no longer (?=\w)", _F), "I "),
+    (re.compile(r"\bi(?:'m| am) no longer (?=\w)", _F), "I'm "),
+    (
+        re.compile(
+            r"\bi (?:don't|do not) (?P<verb>live|work|have|own)\b(?P<rest>.*?)"
+            r"\s*\b(?:anymore|any more)\b",
+            _F,
+        ),
+        r"I \g<verb>\g<rest>",
+    ),
+    (
+        re.compile(r"\bi(?:'m| am) not (?P<rest>.*?)\s*\b(?:anymore|any more)\b", _F),
+        r"I'm \g<rest>",
+    ),
+)
+"""A profile statement withdrawn ("I no longer live in Berlin", "I don't have a dog anymore",
+"I'm not married anymore"), as the positive statement it takes back: read by the profile
+patterns, its value negated."""
+COMPARISON: Final = re.compile(
+    r"^(?P<preferred>[\w' -]+?) (?:over|rather than|instead of|more than|better than) "
+    r"(?P<other>[\w' -]+)",
+    _F,
+)
+"""A preference between two things ("tabs over spaces"); with "prefer", also "X to Y"."""
+RATHER: Final = re.compile(r"\bi(?:'d| would) (?:much )?(?:rather|prefer) (?P<object>.+)", _F)
+"""A preference said as a wish ("I'd rather use X instead of Y"): one only when it compares."""
+COMPARED_VERB: Final = re.compile(
+    r"^(?:to )?(?:use|using|have|having|eat|eating|drink|drinking|go with|going with|"
+    r"work with|working with|write|writing)\s+",
+    _F,
+)
+"""How a compared thing is introduced ("using Python over Rust" compares Python and Rust)."""
+COMPARISON_TO: Final = re.compile(r"^(?P<preferred>[\w' -]+?) to (?P<other>[\w' -]+)", _F)
 FAVOURITE: Final = re.compile(
     r"\bmy (?:all-time |absolute |current )?(?:favou?rite|fave|fav|top pick)(?: (?P<what>"
     r"[\w' -]+?))? (?:is|are|was|has to be|would be) (?P<value>[^,.;!?]+)",

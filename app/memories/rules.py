@@ -17,6 +17,7 @@ from enum import Enum
 from typing import Final
 
 from app.memories import patterns as p
+from app.memories.changes import NOT_PREFIX
 from app.memories.records import Candidate, Category, Extraction, SkipReason
 from app.memories.text import content_words, tokens
 from app.wm.anchors import PROPER_NOUN_STOP_WORDS
@@ -189,9 +190,32 @@ def _preference(sentence: str, seq: int, config: RuleConfig) -> Candidate | None
             f"likes:{key}" if key else None,
             "no" if key else None,
         )
+    rather = p.RATHER.search(sentence)
+    compared = None if rather is None else _comparison(rather.group("object"), "prefer")
+    if compared is not None:
+        return _candidate(
+            Category.PREFERENCE,
+            sentence,
+            seq,
+            _confidence(sentence, 0.8, config),
+            "preference.comparison",
+            *compared,
+        )
     like = p.LIKE.search(sentence)
     if like is not None:
         thing = _group(like, "object", "object2")
+        compared = _comparison(thing, (like.group("verb") or "").lower())
+        if compared is not None:
+            slot, value = compared
+            return _candidate(
+                Category.PREFERENCE,
+                sentence,
+                seq,
+                _confidence(sentence, 0.8, config),
+                "preference.comparison",
+                slot,
+                value,
+            )
         key = None if p.REFERENTIAL_OBJECT.match(thing.strip()) else slot_key(thing)
         if key is not None:
             past = (like.group("verb") or "").lower().endswith("ed")
@@ -230,20 +254,60 @@ def _preference(sentence: str, seq: int, config: RuleConfig) -> Candidate | None
     return None
 
 
-def _profile(sentence: str, seq: int, config: RuleConfig) -> Candidate | None:
+def _comparison(thing: str, verb: str) -> tuple[str, str] | None:
+    """The slot and value of a preference between two things: ``prefers:space|tab`` with the
+    preferred one as its value, the same slot whichever way round it is said, so that "spaces
+    over tabs" after "tabs over spaces" is a change of mind."""
+    thing = p.COMPARED_VERB.sub("", thing.strip())
+    match = p.COMPARISON.match(thing)
+    if match is None and verb.startswith("prefer"):
+        match = p.COMPARISON_TO.match(thing)
+    if match is None:
+        return None
+    preferred = slot_key(match.group("preferred"))
+    other = slot_key(p.COMPARED_VERB.sub("", match.group("other")))
+    if preferred is None or other is None or preferred == other:
+        return None
+    return f"prefers:{'|'.join(sorted((preferred, other)))}", preferred
+
+
+def _withdrawn(sentence: str) -> str | None:
+    """The positive statement a withdrawal takes back ("I no longer live in Berlin" → "I live
+    in Berlin"), or ``None`` when the sentence withdraws nothing."""
+    for pattern, replacement in p.WITHDRAWALS:
+        positive, count = pattern.subn(replacement, sentence, count=1)
+        if count:
+            return positive
+    return None
+
+
+def _profile_slot(sentence: str) -> tuple[p.SlotRule, str | None] | None:
     for rule in p.PROFILE_SLOTS:
         match = rule.pattern.search(sentence)
         if match is not None:
-            value = slot_key(_group(match, "value", "value2", "value3"))
-            return _candidate(
-                Category.PROFILE,
-                sentence,
-                seq,
-                _confidence(sentence, rule.confidence, config),
-                rule.name,
-                rule.slot if value else None,
-                value,
-            )
+            return rule, slot_key(_group(match, "value", "value2", "value3"))
+    return None
+
+
+def _profile(sentence: str, seq: int, config: RuleConfig) -> Candidate | None:
+    positive = _withdrawn(sentence)
+    found = _profile_slot(sentence if positive is None else positive)
+    if found is not None:
+        rule, value = found
+        slot = rule.slot if value else None
+        if rule.keyed and value:
+            slot, value = f"{rule.slot}:{value}", "yes"
+        if positive is not None and value:
+            value = f"{NOT_PREFIX}{value}"
+        return _candidate(
+            Category.PROFILE,
+            sentence,
+            seq,
+            _confidence(sentence, rule.confidence, config),
+            rule.name if positive is None else f"{rule.name}.withdrawn",
+            slot,
+            value,
+        )
     for name, pattern, base in p.PROFILE_FACTS:
         if pattern.search(sentence):
             return _candidate(

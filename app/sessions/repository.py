@@ -23,7 +23,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.db import token_for
 from app.errors import QuotaExceeded
 from app.metrics import LIMITED
-from app.models import AgentSession, Archive, Message, MessageRetraction
+from app.models import AgentSession, Archive, Message, MessageRedaction, MessageRetraction
 from app.sessions.records import NewestArchive, StoredMessage
 from app.tenancy.principal import Scope
 
@@ -304,6 +304,23 @@ _STORED_COLUMNS = (
     Message.token_count,
     Message.metadata_,
     Message.created_at,
+    # Each read marks what was retracted or redacted (a primary-key lookup per message).
+    select(MessageRetraction.retracted_at)
+    .where(
+        MessageRetraction.tenant_id == Message.tenant_id,
+        MessageRetraction.agent_session_id == Message.agent_session_id,
+        MessageRetraction.seq == Message.seq,
+    )
+    .correlate(Message)
+    .scalar_subquery(),
+    select(MessageRedaction.redacted_at)
+    .where(
+        MessageRedaction.tenant_id == Message.tenant_id,
+        MessageRedaction.agent_session_id == Message.agent_session_id,
+        MessageRedaction.seq == Message.seq,
+    )
+    .correlate(Message)
+    .scalar_subquery(),
 )
 
 
@@ -317,6 +334,13 @@ class MessageRepository:
             Message.tenant_id == self.scope.tenant_id,
             Message.agent_session_id == agent_session_id,
         ]
+
+    async def tool_call_ids(self, agent_session_id: uuid.UUID) -> set[str]:
+        """The call ids the agent session's tool results answer."""
+        statement = select(Message.message["tool_call_id"].astext).where(
+            *self._of(agent_session_id), Message.role == "tool"
+        )
+        return {value for value in (await self.db.scalars(statement)).all() if value}
 
     async def sum_tokens(self, agent_session_id: uuid.UUID, after_seq: int, upto_seq: int) -> int:
         """Tokens of the messages with ``after_seq < seq <= upto_seq``."""

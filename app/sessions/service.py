@@ -226,6 +226,14 @@ class AgentSessionService:
                 raise
             return found
 
+    async def tool_call_ids(self, external_id: str) -> set[str]:
+        """The tool-call ids already used in the agent session a client named (none when there
+        is no such session): new calls must not repeat one."""
+        found = await self.find_by_external_id(external_id)
+        if found is None:
+            return set()
+        return await self.messages.tool_call_ids(found.agent_session_id)
+
     async def get_with_newest_archive(
         self, agent_session_id: uuid.UUID
     ) -> tuple[AgentSession, NewestArchive | None]:

@@ -165,7 +165,16 @@ def key_facts_guard(prior: str, op: SectionOp, ctx: GuardContext) -> Verdict:
 # C. Task & Goals ---------------------------------------------------------------------------------
 
 
-_NOT_CONSTRAINTS: Final = frozenset({Marker.LIFTED, Marker.DONE, Marker.UNSOURCED})
+_NOT_CONSTRAINTS: Final = frozenset(
+    {
+        Marker.LIFTED,
+        Marker.DONE,
+        Marker.UNSOURCED,
+        Marker.CONTRADICTS,
+        Marker.CONFLICTING,
+        Marker.TOOL_SOURCED,
+    }
+)
 
 
 def states_constraint(text: str) -> bool:
@@ -174,8 +183,9 @@ def states_constraint(text: str) -> bool:
 
 
 def is_constraint(item: str) -> bool:
-    """A user constraint (DESIGN 3.5 C, 3.7): a keyword, and not lifted, done or unsourced (an
-    instruction no user message gave is not the user's to keep)."""
+    """A user constraint (DESIGN 3.5 C, 3.7): a keyword, and not lifted, done, unsourced,
+    contradicting its source or a kept constraint, or tool-sourced (an instruction no user
+    message gave is not the user's to keep)."""
     if markers_of(item) & _NOT_CONSTRAINTS:
         return False
     return states_constraint(strip_markers(item))

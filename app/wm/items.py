@@ -27,6 +27,10 @@ class Marker(StrEnum):
     DONE = "[done]"
     LIFTED = "[lifted]"
     UNSOURCED = "[unsourced]"
+    CONTRADICTS = "[contradicts source]"
+    CONFLICTING = "[conflicting constraint]"
+    TOOL_SOURCED = "[tool-sourced]"
+    TOOL_OUTPUT = "[from a tool result]"
 
 
 _MARKER_PREFIX = re.compile(

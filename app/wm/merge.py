@@ -15,20 +15,25 @@ from app.wm.guards import GUARDS, SENTINEL, GuardContext, Verdict, accept, witho
 from app.wm.items import append_items, fresh_items, split_items
 from app.wm.ops import KEEP, OpKind, SectionOp, append, update
 from app.wm.provenance import (
+    TRUST_REASONS,
     Provenance,
     SectionSources,
     attribute,
+    mark_tool_output,
     mark_unsourced,
     read_references,
     source_key,
 )
 from app.wm.reasons import (
+    DETAIL_CONFLICTING,
+    DETAIL_CONTRADICTS,
     DETAIL_OUTSIDE_RANGE,
     DETAIL_PROBLEM,
     DETAIL_SCHEMA_VIOLATION,
     DETAIL_SENTINEL_REMOVED,
     DETAIL_SOURCE_RESTORED,
     DETAIL_SUPERSEDED_REASON,
+    DETAIL_TOOL_SOURCED,
     DETAIL_UNSOURCED,
     Guard,
     Reason,
@@ -36,7 +41,7 @@ from app.wm.reasons import (
 from app.wm.references import Seqs
 from app.wm.schema import ResolvedOp, resolve
 from app.wm.sections import SECTIONS, ParsedDocument, Section, canonical_body, render
-from app.wm.source import Shadow, restore_from_source
+from app.wm.source import Shadow, restore_from_source, restore_trusted, shadow_sources
 from app.wm.thresholds import DEFAULT_CONFIG, GuardConfig
 from app.wm.tokens import TokenCounter, count_tokens
 
@@ -152,7 +157,20 @@ def merge(
             for section in SECTIONS
         ]
         kept = {s: prior.get(s, "").strip() for s in SECTIONS}
-        return result_of(kept, unusable, counter, provenance, {}, prior)
+        if shadow is not None:
+            context = GuardContext(config, counter)
+            for index, section in enumerate(SECTIONS):
+                kept[section], unusable[index] = _against_source(
+                    section, kept[section], unusable[index], shadow, context
+                )
+        cited_restored = {
+            section: _shadow_citations(
+                unusable[index].details.get(DETAIL_SOURCE_RESTORED, []), shadow
+            )
+            for index, section in enumerate(SECTIONS)
+            if shadow is not None
+        }
+        return result_of(kept, unusable, counter, provenance, cited_restored, prior, shadow)
     context = GuardContext(config, counter)
     bodies: dict[Section, str] = {}
     decisions: list[Decision] = []
@@ -182,7 +200,7 @@ def merge(
             )
         bodies[section] = body
         decisions.append(decision)
-    return result_of(bodies, decisions, counter, provenance, cited, prior)
+    return result_of(bodies, decisions, counter, provenance, cited, prior, shadow, context)
 
 
 def _against_source(
@@ -234,14 +252,22 @@ def result_of(
     provenance: Provenance | None = None,
     cited: Mapping[Section, Mapping[str, Seqs]] | None = None,
     prior: Mapping[Section, str] | None = None,
+    shadow: Shadow | None = None,
+    context: GuardContext | None = None,
 ) -> MergeResult:
     ordered = {section: canonical_body(bodies[section]) for section in SECTIONS}
     sources: dict[Section, SectionSources] = {}
     if provenance is not None:
         for section in SECTIONS:
             sources[section] = attribute(
-                ordered[section], (cited or {}).get(section, {}), provenance.prior.get(section, ())
+                ordered[section],
+                (cited or {}).get(section, {}),
+                provenance.prior.get(section, ()),
+                provenance.roles,
             )
+        if provenance.cited is None:
+            facts = Section.KEY_FACTS
+            ordered[facts], sources[facts] = mark_tool_output(ordered[facts], sources[facts])
         task = Section.TASK_AND_GOALS
         checked = mark_unsourced(
             ordered[task],
@@ -251,9 +277,24 @@ def result_of(
             provenance.evidence,
         )
         ordered[task], sources[task] = checked.body, checked.sources
+        index = SECTIONS.index(task)
         if checked.marked:
-            index = SECTIONS.index(task)
-            decisions[index] = _unsourced(decisions[index], checked.marked)
+            decisions[index] = _untrusted(decisions[index], checked.marked)
+        if checked.marked and shadow is not None:
+            # A constraint the trust rules marked no longer keeps the user's: the shadow's
+            # comes back beside it.
+            again = restore_trusted(
+                ordered[task], shadow, context or GuardContext(DEFAULT_CONFIG, counter)
+            )
+            if again:
+                ordered[task] = append_items(ordered[task], again)
+                sources[task] = (*sources[task], *shadow_sources(again, shadow, provenance))
+                decision = decisions[index]
+                restored = decision.details.get(DETAIL_SOURCE_RESTORED, [])
+                listed = [*restored, *again] if isinstance(restored, list) else again
+                decisions[index] = replace(
+                    decision, details={**decision.details, DETAIL_SOURCE_RESTORED: listed}
+                )
     return MergeResult(
         sections=ordered,
         decisions=tuple(decisions),
@@ -264,15 +305,25 @@ def result_of(
     )
 
 
-def _unsourced(decision: Decision, marked: list[str]) -> Decision:
-    """The Task & Goals decision once the unsourced-constraint rule marked items: its reason
-    (guard C's restoration, if any, stays in the details)."""
-    return replace(
-        decision,
-        guard=Guard.CONSTRAINT_RETENTION,
-        reason=Reason.UNSOURCED_CONSTRAINT,
-        details={**decision.details, DETAIL_UNSOURCED: marked},
-    )
+_TRUST_DETAILS: Final = {
+    Reason.TOOL_SOURCED_INSTRUCTION: DETAIL_TOOL_SOURCED,
+    Reason.CONFLICTING_CONSTRAINT: DETAIL_CONFLICTING,
+    Reason.CONTRADICTS_SOURCE: DETAIL_CONTRADICTS,
+    Reason.UNSOURCED_CONSTRAINT: DETAIL_UNSOURCED,
+}
+
+
+def _untrusted(decision: Decision, marked: Mapping[Reason, list[str]]) -> Decision:
+    """The Task & Goals decision once the trust rules marked items: the first of their reasons
+    (``TRUST_REASONS`` order), every rule's items in its detail (guard C's or the source
+    guard's restoration, if any, stays in the details)."""
+    reason = next(reason for reason in TRUST_REASONS if reason in marked)
+    details = {**decision.details}
+    for found, items in marked.items():
+        details[_TRUST_DETAILS[found]] = items
+    if decision.reason not in (Reason.ACCEPTED, *TRUST_REASONS):
+        details.setdefault(DETAIL_SUPERSEDED_REASON, decision.reason.value)
+    return replace(decision, guard=Guard.CONSTRAINT_RETENTION, reason=reason, details=details)
 
 
 def creation_ops(document: ParsedDocument) -> dict[str, object]:

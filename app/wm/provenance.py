@@ -9,8 +9,9 @@ constraint is marked ``[unsourced]``. Pure; never loads messages and never appli
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 from app.wm.anchors import anchors
@@ -19,6 +20,7 @@ from app.wm.items import (
     Marker,
     is_heading,
     is_kept,
+    markers_of,
     normalise,
     split_items,
     strip_bullet,
@@ -27,13 +29,30 @@ from app.wm.items import (
 )
 from app.wm.messages import read_messages
 from app.wm.ops import OpKind, SectionOp, append, update
+from app.wm.reasons import Reason
 from app.wm.references import SeqRange, Seqs, cite, normalised_seqs, with_reference
 from app.wm.sections import SECTIONS, Section
+from app.wm.support import inverts, opposes, same_claim, supported
 
 _LIST_LIMIT: Final = 50
 _INSTRUCTING: Final = frozenset({"user", "system"})
 """Who may give a constraint: the user, and the operator in a system message (an agent's own
 policy); an assistant or a tool result never does."""
+AUTHORITIES: Final = ("user", "system", "pin", "assistant", "tool")
+"""Who an item's sources are, in the order ``authority`` lists them."""
+_NOT_INSTRUCTING: Final = frozenset({"assistant", "tool"})
+_SETTLED: Final = frozenset(
+    {
+        Marker.LIFTED,
+        Marker.DONE,
+        Marker.RESOLVED,
+        Marker.UNSOURCED,
+        Marker.CONTRADICTS,
+        Marker.CONFLICTING,
+        Marker.TOOL_SOURCED,
+    }
+)
+"""Markers of an item already judged: restored, closed, or marked by a trust rule."""
 
 
 def source_key(item: str) -> str:
@@ -48,17 +67,34 @@ class ItemSource:
 
     ``evidence`` (Task & Goals constraints only) is the part of ``seqs`` that are user messages
     stating a constraint: what makes the constraint the user's rather than the model's.
+    ``authority`` is who its sources are (of ``AUTHORITIES``): the roles of the messages it
+    came from, as far as they are known.
     """
 
     item: str
     seqs: Seqs = ()
     evidence: Seqs = ()
+    authority: tuple[str, ...] = ()
 
     def as_json(self) -> dict[str, object]:
         value: dict[str, object] = {"item": self.item, "seqs": list(self.seqs)}
         if self.evidence:
             value["evidence"] = list(self.evidence)
+        if self.authority:
+            value["authority"] = list(self.authority)
         return value
+
+    @property
+    def instructs(self) -> bool:
+        """Whether the item may be an instruction: unless its only known sources are tool
+        results or assistant messages."""
+        return not self.authority or not set(self.authority) <= _NOT_INSTRUCTING
+
+
+def authority_of(roles: object) -> tuple[str, ...]:
+    """Known roles, once each, in the order of ``AUTHORITIES``."""
+    found = set(roles) if isinstance(roles, (list, tuple, set, frozenset)) else set()
+    return tuple(role for role in AUTHORITIES if role in found)
 
 
 SectionSources = tuple[ItemSource, ...]
@@ -73,7 +109,12 @@ def sources_from_json(value: object) -> SectionSources:
         if not isinstance(entry, Mapping) or not isinstance(entry.get("item"), str):
             continue
         found.append(
-            ItemSource(entry["item"], _seqs_of(entry.get("seqs")), _seqs_of(entry.get("evidence")))
+            ItemSource(
+                entry["item"],
+                _seqs_of(entry.get("seqs")),
+                _seqs_of(entry.get("evidence")),
+                authority_of(entry.get("authority")),
+            )
         )
     return tuple(found)
 
@@ -92,13 +133,27 @@ class Provenance:
     ``prior``: the prior's item sources by section. ``cited``: sources given beside the ops by
     ``source_key`` (the offline extractor's, for every section); ``None`` means they are read
     from the ops' trailing references (a model). ``evidence``: the user messages of this
-    archive that state a constraint, by seq, their text normalised.
+    archive that state a constraint, by seq, their text normalised. ``roles``: the role of each
+    message of this archive by seq (a pinned message counts as ``pin`` too).
     """
 
     allowed: SeqRange
     prior: Mapping[Section, SectionSources] = field(default_factory=dict)
     cited: Mapping[str, Seqs] | None = None
     evidence: Mapping[int, str] = field(default_factory=dict)
+    roles: Mapping[int, tuple[str, ...]] = field(default_factory=dict)
+
+
+def message_roles(
+    messages: Sequence[Mapping[str, object]], first_seq: int, pinned: frozenset[int] = frozenset()
+) -> dict[int, tuple[str, ...]]:
+    """Seq → who the message is (its role, and ``pin`` when a pin names it)."""
+    return {
+        first_seq + view.position: authority_of(
+            {view.role, "pin"} if first_seq + view.position in pinned else {view.role}
+        )
+        for view in read_messages(messages)
+    }
 
 
 def constraint_evidence(messages: Sequence[Mapping[str, object]], first_seq: int) -> dict[int, str]:
@@ -148,7 +203,12 @@ def read_references(op: SectionOp, allowed: SeqRange) -> ReadOp:
     return ReadOp(op, cited, tuple(sorted(outside)))
 
 
-def attribute(body: str, cited: Mapping[str, Seqs], prior: Sequence[ItemSource]) -> SectionSources:
+def attribute(
+    body: str,
+    cited: Mapping[str, Seqs],
+    prior: Sequence[ItemSource],
+    roles: Mapping[int, tuple[str, ...]] | None = None,
+) -> SectionSources:
     """The sources of every item of ``body``: what was cited for it, what the same item had in
     the prior, and the sources of every prior item it absorbed: an UPDATE that merges items
     keeps the union of their sources.
@@ -157,14 +217,20 @@ def attribute(body: str, cited: Mapping[str, Seqs], prior: Sequence[ItemSource])
     characters (a packed line), and — when the body's items together keep at least half of its
     lexical anchors (a digest of names, dates and amounts, which may spread them over lines) —
     by each item that keeps one of them.
+
+    Its authority: the roles (``roles``, this archive's messages) of its seqs, and the authority
+    of every prior item it stands for.
     """
     items = split_items(body)
     keys = [source_key(item) for item in items]
     by_key: dict[str, Seqs] = {}
+    authority_by_key: dict[str, set[str]] = {}
     for entry in prior:
         key = source_key(entry.item)
         by_key[key] = normalised_seqs([*by_key.get(key, ()), *entry.seqs])
+        authority_by_key.setdefault(key, set()).update(entry.authority)
     seqs: list[set[int]] = [{*cited.get(key, ()), *by_key.get(key, ())} for key in keys]
+    authority: list[set[str]] = [set(authority_by_key.get(key, ())) for key in keys]
     present = set(keys)
     gone = [entry for entry in prior if entry.seqs and source_key(entry.item) not in present]
     if gone:
@@ -177,24 +243,71 @@ def attribute(body: str, cited: Mapping[str, Seqs], prior: Sequence[ItemSource])
             for index, item in enumerate(lowered):
                 if is_kept(entry.item, item) or (spread and held[index]):
                     seqs[index].update(entry.seqs)
-    return tuple(
-        ItemSource(item, normalised_seqs(found)) for item, found in zip(items, seqs, strict=True)
-    )
+                    authority[index].update(entry.authority)
+    known = roles or {}
+    found_sources: list[ItemSource] = []
+    for item, found, who in zip(items, seqs, authority, strict=True):
+        kept = normalised_seqs(found)
+        for seq in kept:
+            who.update(known.get(seq, ()))
+        found_sources.append(ItemSource(item, kept, authority=authority_of(who)))
+    return tuple(found_sources)
 
 
 @dataclass(frozen=True, slots=True)
 class Unsourced:
-    """Task & Goals after the unsourced-constraint rule: the body, its sources, and the items
-    it marked."""
+    """Task & Goals after the trust rules: the body, its sources, and the items each rule
+    marked (by the decision reason it stands for, in ``TRUST_REASONS`` order)."""
 
     body: str
     sources: SectionSources
-    marked: list[str]
+    marked: Mapping[Reason, list[str]] = field(default_factory=dict)
 
 
 _QUOTE_MIN_WORDS: Final = 3
 """A constraint quotes a message word for word when its text of at least this many words is in
 the message's."""
+
+TRUST_REASONS: Final = (
+    Reason.TOOL_SOURCED_INSTRUCTION,
+    Reason.CONFLICTING_CONSTRAINT,
+    Reason.CONTRADICTS_SOURCE,
+    Reason.UNSOURCED_CONSTRAINT,
+)
+"""The Task & Goals decisions of the trust rules, the first found the section's reason."""
+_MARKERS: Final = {
+    Reason.TOOL_SOURCED_INSTRUCTION: Marker.TOOL_SOURCED,
+    Reason.CONFLICTING_CONSTRAINT: Marker.CONFLICTING,
+    Reason.CONTRADICTS_SOURCE: Marker.CONTRADICTS,
+    Reason.UNSOURCED_CONSTRAINT: Marker.UNSOURCED,
+}
+_SENTENCE_END: Final = re.compile(r"(?<=[.!?;。！？；])\s*|\n+")
+
+
+def _sentences(texts: Sequence[str]) -> list[str]:
+    return [part for text in texts for part in _SENTENCE_END.split(text) if part.strip()]
+
+
+def _verdict(
+    text: str,
+    established: Sequence[str],
+    found: Seqs,
+    evidence: Mapping[int, str],
+) -> Reason | None:
+    """Why a new Task & Goals constraint is not the user's to keep, or None when it is."""
+    if any(opposes(text, other) for other in established):
+        return Reason.CONFLICTING_CONSTRAINT
+    if not found:
+        return Reason.UNSOURCED_CONSTRAINT
+    said = [evidence[seq] for seq in found if seq in evidence]
+    if not said:
+        return None
+    sentences = _sentences(said)
+    if any(inverts(text, one) for one in sentences) and not any(
+        same_claim(text, one) for one in sentences
+    ):
+        return Reason.CONTRADICTS_SOURCE
+    return None if supported(text, said) else Reason.UNSOURCED_CONSTRAINT
 
 
 def mark_unsourced(
@@ -204,16 +317,85 @@ def mark_unsourced(
     prior: Sequence[ItemSource],
     evidence: Mapping[int, str],
 ) -> Unsourced:
-    """Mark every constraint of ``body`` that is not a constraint of the prior and that no
-    user message stating a constraint gave: neither do its sources name one (of ``evidence``,
-    or the evidence of the prior's constraints), nor does it quote one word for word (three
-    words or more; a model that forgot its references is not taken for one that invented).
-    A constraint carried from the prior is never marked: guard C keeps it as it was."""
-    protected = {source_key(item) for item in split_items(prior_body) if is_constraint(item)}
+    """Mark every new Task & Goals item that is not the user's to keep (a constraint or goal of
+    the prior, or restored as ``[kept constraint]``, is never marked):
+
+    - ``tool_sourced_instruction``: any item whose only known sources are tool results or
+      assistant messages;
+    - ``conflicting_constraint``: a constraint that says the opposite of a kept one;
+    - ``unsourced_constraint``: a constraint no user message stating a constraint gave —
+      neither do its sources name one (of ``evidence``, or the evidence of the prior's
+      constraints), nor does it quote one word for word (three words or more) — or whose cited
+      messages do not hold at least half of its content words;
+    - ``contradicts_source``: a constraint that says the opposite of a sentence of the message
+      it cites (and nowhere the same).
+    """
+    prior_items = split_items(prior_body)
+    protected = {source_key(item) for item in prior_items if is_constraint(item)}
+    carried = {source_key(item) for item in prior_items}
+    established = [strip_markers(item) for item in prior_items if is_constraint(item)]
     pool = set(evidence).union(*(entry.evidence for entry in prior))
+    items: list[tuple[int, str]] = []
+    lines = body.splitlines()
+    for number, line in enumerate(lines):
+        item = strip_bullet(line)
+        if line.strip() and not is_heading(line) and item:
+            items.append((number, item))
+    kept = list(sources)
+    reasons: dict[int, Reason] = {}
+    # Restored constraints first: a new item is judged against every constraint kept.
+    order = sorted(
+        range(len(items)), key=lambda i: Marker.KEPT_CONSTRAINT not in markers_of(items[i][1])
+    )
+    for index in order:
+        item, entry = items[index][1], kept[index]
+        key = source_key(item)
+        constraint = is_constraint(item)
+        quotable = len(key.split()) >= _QUOTE_MIN_WORDS
+        quoted = [seq for seq, text in evidence.items() if quotable and key in text]
+        found = normalised_seqs([*(seq for seq in entry.seqs if seq in pool), *quoted])
+        if key in protected:
+            reason = None
+        elif (key in carried and not constraint) or markers_of(item) & _SETTLED:
+            continue
+        elif not entry.instructs:
+            reason = Reason.TOOL_SOURCED_INSTRUCTION
+        elif not constraint:
+            continue
+        else:
+            reason = _verdict(strip_markers(item), established, found, evidence)
+        if reason is None:
+            kept[index] = replace(
+                entry, seqs=normalised_seqs([*entry.seqs, *found]), evidence=found
+            )
+            established.append(strip_markers(item))
+        else:
+            reasons[index] = reason
+    marked: dict[Reason, list[str]] = {}
+    for index, reason in reasons.items():
+        number, item = items[index]
+        item = with_marker(_MARKERS[reason], item)
+        lines[number] = f"- {item}"
+        kept[index] = ItemSource(item, kept[index].seqs, authority=kept[index].authority)
+        marked.setdefault(reason, []).append(item)
+    return Unsourced(
+        "\n".join(lines),
+        tuple(kept),
+        {
+            reason: sorted(marked[reason], key=lambda line: body.find(strip_markers(line)))[
+                :_LIST_LIMIT
+            ]
+            for reason in TRUST_REASONS
+            if reason in marked
+        },
+    )
+
+
+def mark_tool_output(body: str, sources: SectionSources) -> tuple[str, SectionSources]:
+    """Key Facts as a reader should weigh them: an item whose only known source is a tool result
+    says so (``[from a tool result] …``), so the context never presents it as the user's word."""
     lines: list[str] = []
     kept: list[ItemSource] = []
-    marked: list[str] = []
     index = 0
     for line in body.splitlines():
         item = strip_bullet(line)
@@ -222,23 +404,13 @@ def mark_unsourced(
             continue
         entry = sources[index]
         index += 1
-        if not is_constraint(item):
-            lines.append(line)
-            kept.append(entry)
-            continue
-        key = source_key(item)
-        quotable = len(key.split()) >= _QUOTE_MIN_WORDS
-        quoted = [seq for seq, text in evidence.items() if quotable and key in text]
-        found = normalised_seqs([*(seq for seq in entry.seqs if seq in pool), *quoted])
-        if found or key in protected:
-            lines.append(line)
-            kept.append(ItemSource(entry.item, normalised_seqs([*entry.seqs, *found]), found))
-            continue
-        item = with_marker(Marker.UNSOURCED, item)
-        lines.append(f"- {item}")
-        kept.append(ItemSource(item, entry.seqs))
-        marked.append(item)
-    return Unsourced("\n".join(lines), tuple(kept), marked[:_LIST_LIMIT])
+        if entry.authority == ("tool",) and Marker.TOOL_OUTPUT not in markers_of(item):
+            item = with_marker(Marker.TOOL_OUTPUT, item)
+            line = f"- {item}"
+            entry = replace(entry, item=item)
+        lines.append(line)
+        kept.append(entry)
+    return "\n".join(lines), tuple(kept)
 
 
 def cited_markdown(

@@ -32,6 +32,9 @@ class Reason(StrEnum):
     ERRORS_APPEND_ONLY = "errors_append_only"
     OPEN_ISSUES_RESTORED = "open_issues_restored"
     SOURCE_RESTORED = "source_restored"
+    CONTRADICTS_SOURCE = "contradicts_source"
+    CONFLICTING_CONSTRAINT = "conflicting_constraint"
+    TOOL_SOURCED_INSTRUCTION = "tool_sourced_instruction"
 
 
 class Guard(StrEnum):
@@ -63,7 +66,10 @@ class RecoveryPath(StrEnum):
 #   Key Facts UPDATE       old_items, new_items, ratio, anchors, anchors_covered, coverage,
 #                          missing_anchors (on rejection), salvage {applied, reason, items}
 #   constraint_restored, open_issues_restored       restored (the lines added back)
-#   unsourced_constraint   unsourced (the items marked), and restored when guard C also acted
+#   unsourced_constraint, contradicts_source, conflicting_constraint, tool_sourced_instruction
+#                          the items each rule marked (unsourced, contradicts_source,
+#                          conflicting_constraint, tool_sourced; any of them, the reason the
+#                          first of them), and restored when guard C also acted
 #   any decision, with provenance   references_outside_range (seqs a reference named that the
 #                          archive and its prior do not cover; stripped, never kept)
 #   files_path_regression  lost_paths, added_paths
@@ -76,6 +82,9 @@ DETAIL_PROBLEM: Final = "problem"
 DETAIL_SALVAGE: Final = "salvage"
 DETAIL_SENTINEL_REMOVED: Final = "sentinel_removed"
 DETAIL_UNSOURCED: Final = "unsourced"
+DETAIL_CONTRADICTS: Final = "contradicts_source"
+DETAIL_CONFLICTING: Final = "conflicting_constraint"
+DETAIL_TOOL_SOURCED: Final = "tool_sourced"
 DETAIL_OUTSIDE_RANGE: Final = "references_outside_range"
 DETAIL_SOURCE_RESTORED: Final = "source_restored"
 DETAIL_SUPERSEDED_REASON: Final = "guard_reason"

@@ -20,11 +20,13 @@ from app.wm.anchors import anchor_spans
 from app.wm.guards import GuardContext, is_constraint, key_facts_append, without_sentinel
 from app.wm.items import Marker, is_kept, markers_of, split_items, strip_markers, with_marker
 from app.wm.paths import find_paths
+from app.wm.provenance import ItemSource, Provenance, authority_of, source_key
 from app.wm.reasons import Reason
 from app.wm.sections import Section
 from app.wm.support import same_claim, supported
 
-_CLOSED: Final = frozenset({Marker.RESOLVED, Marker.DONE, Marker.LIFTED})
+_CLOSED: Final = frozenset({Marker.RESOLVED, Marker.DONE, Marker.LIFTED, Marker.RESTORED})
+"""Open items not watched: closed, or restored once already (guard F gives an item back once)."""
 _LIST_LIMIT: Final = 50
 _GOAL: Final = "Goal:"
 
@@ -63,10 +65,13 @@ def _missing(body: str, watched: list[str], marker: Marker | None, same: Same) -
 
 
 def _task(body: str, shadow: str, ctx: GuardContext) -> list[str]:
-    """The shadow's constraints the body lacks; a constraint said as it was said before the
-    goal that repeats it (``Goal: …``), so a goal never stands in for the user's words."""
-    watched = [item for item in split_items(shadow) if is_constraint(item)]
-    watched.sort(key=lambda item: strip_markers(item).startswith(_GOAL))
+    """The shadow's constraints the body lacks. A ``Goal: …`` line is the task, not a
+    constraint, even when it repeats one: the user's sentence is watched on its own line."""
+    watched = [
+        item
+        for item in split_items(shadow)
+        if is_constraint(item) and not strip_markers(item).startswith(_GOAL)
+    ]
     return _missing(body, watched, Marker.KEPT_CONSTRAINT, same_claim)
 
 
@@ -119,6 +124,40 @@ SOURCE_RULES: Final[dict[Section, SourceRule]] = {
     Section.ERRORS: _errors,
     Section.OPEN_ISSUES: _open_issues,
 }
+
+
+_UNTRUSTED: Final = frozenset(
+    {Marker.UNSOURCED, Marker.CONTRADICTS, Marker.CONFLICTING, Marker.TOOL_SOURCED}
+)
+
+
+def restore_trusted(body: str, shadow: Shadow, ctx: GuardContext) -> list[str]:
+    """The shadow's constraints that Task & Goals lacks once its items the trust rules marked
+    are left aside (a user's constraint cited to the wrong message is marked, and must not stand
+    in for the user's)."""
+    trusted = "\n".join(line for line in body.splitlines() if not markers_of(line) & _UNTRUSTED)
+    return restore_from_source(Section.TASK_AND_GOALS, trusted, shadow, ctx)
+
+
+def shadow_sources(
+    restored: list[str], shadow: Shadow, provenance: Provenance | None
+) -> tuple[ItemSource, ...]:
+    """Sources of restored items: the shadow's seqs, the user messages among them stating a
+    constraint as evidence, and who those messages are."""
+    evidence = provenance.evidence if provenance is not None else {}
+    roles = provenance.roles if provenance is not None else {}
+    found: list[ItemSource] = []
+    for item in restored:
+        seqs = shadow.cited.get(source_key(item), ())
+        found.append(
+            ItemSource(
+                item,
+                seqs,
+                tuple(seq for seq in seqs if seq in evidence),
+                authority_of({role for seq in seqs for role in roles.get(seq, ())}),
+            )
+        )
+    return tuple(found)
 
 
 def restore_from_source(

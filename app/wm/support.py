@@ -105,6 +105,14 @@ def opposes(item: str, other: str) -> bool:
     )
 
 
+def inverts(item: str, source: str) -> bool:
+    """Whether an item says the opposite of a source sentence: opposite polarities, and the
+    sentence holds at least ``SUPPORT_MIN_OVERLAP`` of the item's content words (the sentence
+    may say more)."""
+    mine, theirs = polarity(item), polarity(source)
+    return mine * theirs == -1 and overlap(item, [source]) >= SUPPORT_MIN_OVERLAP
+
+
 def same_claim(item: str, other: str) -> bool:
     """Whether ``other`` says what ``item`` says: the same polarity and at least
     ``SUPPORT_MIN_OVERLAP`` of the item's content words (a paraphrase, not an inversion)."""

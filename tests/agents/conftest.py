@@ -11,7 +11,7 @@ import pytest
 from agents import set_tracing_disabled
 
 from tests.support.fake_openai import fake_openai
-from tests.test_e2e import Server
+from tests.support.servers import Server
 from workmem_client import WorkmemClient
 
 __all__ = ["fake_openai"]

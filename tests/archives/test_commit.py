@@ -13,52 +13,7 @@ from sqlalchemy import text
 from app.db import Database
 from app.sessions.service import AgentSessionService
 from tests.conftest import TenantKeys
-from tests.sessions.test_api import create_session
-
-
-def user(text_: str) -> dict[str, Any]:
-    return {"role": "user", "content": text_}
-
-
-def assistant(text_: str) -> dict[str, Any]:
-    return {"role": "assistant", "content": text_}
-
-
-def calls(*ids: str) -> dict[str, Any]:
-    return {
-        "role": "assistant",
-        "content": None,
-        "tool_calls": [
-            {"id": i, "type": "function", "function": {"name": "lookup", "arguments": "{}"}}
-            for i in ids
-        ],
-    }
-
-
-def result(call_id: str) -> dict[str, Any]:
-    return {"role": "tool", "tool_call_id": call_id, "content": f"result of {call_id}"}
-
-
-async def append(
-    client: httpx.AsyncClient,
-    keys: TenantKeys,
-    agent_session_id: str,
-    messages: list[dict[str, Any]],
-) -> None:
-    response = await client.post(
-        f"/v1/sessions/{agent_session_id}/messages:batch",
-        json={"messages": messages},
-        headers=keys.write,
-    )
-    assert response.status_code == 201, response.text
-
-
-async def commit(
-    client: httpx.AsyncClient, keys: TenantKeys, agent_session_id: str, **body: Any
-) -> httpx.Response:
-    return await client.post(
-        f"/v1/sessions/{agent_session_id}/commit", json=body, headers=keys.write
-    )
+from tests.support.api import append, assistant, calls, commit, create_session, result, user
 
 
 async def session_state(

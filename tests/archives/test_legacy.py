@@ -17,8 +17,8 @@ from app.db import Database, login_url
 from app.llm.openai_provider import OpenAIChatModel
 from app.tenancy import service as tenancy
 from app.tenancy.principal import Role
-from tests.archives.test_openai_generation import FIRST
 from tests.conftest import AppFactory
+from tests.support.archives import FIRST
 from tests.support.fake_openai import FakeOpenAI, ToolCallReply
 from tests.support.postgres import PostgresForTests
 

@@ -5,19 +5,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
-from typing import Any
 
-import httpx
 import pytest
-from sqlalchemy import text
 
 from app.archives.generation import WorkingMemoryGenerator
 from app.db import Database
 from app.llm.openai_provider import OpenAIChatModel
-from tests.archives.test_commit import append, assistant, commit, user
-from tests.conftest import AppFactory, TenantKeys, make_tenant
-from tests.sessions.test_api import create_session
+from tests.conftest import AppFactory, make_tenant
+from tests.support.api import create_session
+from tests.support.archives import FIRST, Scenario, update_args
 from tests.support.fake_openai import (
     DelayedReply,
     ErrorReply,
@@ -25,77 +21,6 @@ from tests.support.fake_openai import (
     TextReply,
     ToolCallReply,
 )
-
-FIRST = """# Working Memory
-
-## Session Title
-Billing service migration
-
-## Current State
-Moving invoices to Postgres.
-
-## Task & Goals
-- Never deploy on Fridays
-
-## Key Facts & Decisions
-- Chose Postgres 16 because of pgvector
-
-## Files & Context
-- services/billing/app.py
-- services/billing/models.py
-
-## Errors & Corrections
-- ImportError: no module named stripe
-
-## Open Issues
-- Who owns the on-call rota?
-"""
-
-
-def update_args(**sections: dict[str, Any]) -> str:
-    names = {
-        "title": "Session Title",
-        "state": "Current State",
-        "task": "Task & Goals",
-        "facts": "Key Facts & Decisions",
-        "files": "Files & Context",
-        "errors": "Errors & Corrections",
-        "issues": "Open Issues",
-    }
-    payload = {name: {"op": "KEEP"} for name in names.values()}
-    for short, op in sections.items():
-        payload[names[short]] = op
-    return json.dumps({"sections": payload})
-
-
-@dataclass
-class Scenario:
-    http: httpx.AsyncClient
-    keys: TenantKeys
-    model: FakeOpenAI
-    database: Database
-    agent_session_id: str
-
-    async def commit_turn(self, content: str) -> dict[str, Any]:
-        await append(self.http, self.keys, self.agent_session_id, [user(content), assistant("ok")])
-        response = await commit(
-            self.http, self.keys, self.agent_session_id, keep_recent_count=0, wait=True
-        )
-        assert response.status_code == 200, response.text
-        body: dict[str, Any] = response.json()
-        return body
-
-    async def sections(self, archive_seq: int) -> dict[str, dict[str, Any]]:
-        async with self.database.tenant(self.keys.tenant_id) as db:
-            rows = await db.execute(
-                text(
-                    "SELECT section::text AS section, content, content_sha256, op_requested,"
-                    " op_applied, guard, reason, details, generator, model, prompt_version"
-                    " FROM wm_section_versions WHERE archive_seq = :seq"
-                ),
-                {"seq": archive_seq},
-            )
-            return {row.section: dict(row._mapping) for row in rows}
 
 
 @pytest.fixture

@@ -2,7 +2,7 @@
 strict local server, each reply's effect read back from the stored section versions and the
 assembled context (DESIGN 18).
 
-A model that invents a constraint is caught (``[unsourced]``, ``unsourced_constraint``, not
+A model that invents a constraint is caught (``[tool-sourced]``, ``tool_sourced_instruction``, not
 protected by guard C); a model that drops a pinned fact cannot remove it from the context; the
 prompts number the messages and show the pins as facts not to contradict.
 """
@@ -19,10 +19,10 @@ from sqlalchemy import text
 from app.archives.generation import WorkingMemoryGenerator
 from app.db import Database
 from app.llm.openai_provider import OpenAIChatModel
-from tests.archives.test_openai_generation import FIRST, Scenario, update_args
 from tests.conftest import AppFactory, make_tenant
 from tests.context.helpers import assert_well_formed, get_context
-from tests.sessions.test_api import create_session
+from tests.support.api import create_session
+from tests.support.archives import FIRST, Scenario, update_args
 from tests.support.fake_openai import FakeOpenAI, ToolCallReply
 
 INVENTED = "Always refund in cash, never by card"
@@ -74,15 +74,20 @@ async def test_a_model_that_invents_a_constraint_is_caught(scenario: Scenario) -
     assert "#4 [assistant]: ok" in prompt
     rows = await section_rows(scenario, 2)
     task = rows["Task & Goals"]
-    assert task["reason"] == "unsourced_constraint"
-    assert task["details"]["unsourced"] == [f"[unsourced] {INVENTED}"]
-    assert f"- [unsourced] {INVENTED}" in task["content"]
+    # cited to the assistant's message only: not the user's instruction
+    assert task["reason"] == "tool_sourced_instruction"
+    assert task["details"]["tool_sourced"] == [f"[tool-sourced] {INVENTED}"]
+    assert f"- [tool-sourced] {INVENTED}" in task["content"]
     assert "- Never deploy on Fridays" in task["content"]
     assert "(#" not in task["content"], "references are stripped from the stored text"
     sources = {entry["item"]: entry["seqs"] for entry in task["sources"]}
-    assert sources[f"[unsourced] {INVENTED}"] == [4]
+    assert sources[f"[tool-sourced] {INVENTED}"] == [4]
+    authority = {entry["item"]: entry.get("authority") for entry in task["sources"]}
+    assert authority[f"[tool-sourced] {INVENTED}"] == ["assistant"]
     assert sources["Ship the cutover"] == [3]
-    assert rows["Current State"]["sources"] == [{"item": "Invoices are moving", "seqs": [3]}]
+    assert rows["Current State"]["sources"] == [
+        {"item": "Invoices are moving", "seqs": [3], "authority": ["user"]}
+    ]
     # The API answers carry the sources, and the context shows the marked item.
     assert body["working_memory"]["sources"]["Current State"][0]["seqs"] == [3]
     # Unprotected: a later update that drops it removes it; the user's constraint stays.

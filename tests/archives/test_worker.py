@@ -22,10 +22,10 @@ from app.archives.working_memory import WorkingMemory
 from app.db import Database
 from app.llm.fakes import ScriptedChatModel, tool_call
 from app.llm.ports import PermanentModelError, TransientModelError
-from app.wm.merge import merge
-from tests.archives.test_commit import append, assistant, commit, user
 from tests.conftest import AppFactory, make_tenant
-from tests.sessions.test_api import create_session
+from tests.support.api import append, assistant, commit, create_session, user
+from tests.support.archives import RecordingGenerator, archive_rows
+from tests.support.clock import age_archive_leases
 from tests.support.fake_openai import DelayedReply, FakeOpenAI
 
 FAST = WorkerConfig(lease_s=30, max_attempts=3, poll_s=0.05, backoff_base_s=0, backoff_max_s=0)
@@ -46,43 +46,6 @@ Started.
 ## Task & Goals
 - Never deploy on Fridays
 """
-
-
-class RecordingGenerator(WorkingMemoryGenerator):
-    """Appends one fact per batch naming the messages it saw, and remembers what it processed."""
-
-    def __init__(self, delay_s: float = 0.0) -> None:
-        super().__init__(None)
-        self.seen: list[tuple[str, ...]] = []
-        self.delay_s = delay_s
-
-    async def generate(
-        self,
-        prior: WorkingMemory,
-        messages: Sequence[Mapping[str, object]],
-        *,
-        seqs: Sequence[int] | None = None,
-        pins: Sequence[str] = (),
-    ) -> Generated:
-        contents = tuple(str(m.get("content")) for m in messages)
-        self.seen.append(contents)
-        await asyncio.sleep(self.delay_s)
-        ops = {
-            "sections": {"Key Facts & Decisions": {"op": "APPEND", "items": [" | ".join(contents)]}}
-        }
-        return Generated(result=merge(prior.sections, ops), generator="offline")
-
-
-async def archive_rows(database: Database, tenant_id: uuid.UUID) -> list[dict[str, Any]]:
-    async with database.tenant(tenant_id) as db:
-        result = await db.execute(
-            text(
-                "SELECT agent_session_id, archive_seq, status, attempt, generator,"
-                " covers_failed_archives, last_error, error_stage, start_seq, end_seq"
-                " FROM archives ORDER BY agent_session_id, archive_seq"
-            )
-        )
-        return [dict(row._mapping) for row in result]
 
 
 async def drain_all(workers: list[ArchiveWorker]) -> None:
@@ -261,7 +224,7 @@ def workmem_command() -> list[str]:
 
 
 async def test_killed_worker_leaves_an_archive_another_finishes(
-    own_database: Database, app_client: AppFactory, tmp_path: Path
+    own_database: Database, own_admin_database: Database, app_client: AppFactory, tmp_path: Path
 ) -> None:
     keys = await make_tenant(own_database)
     async with app_client(own_database) as http:
@@ -279,7 +242,7 @@ async def test_killed_worker_leaves_an_archive_another_finishes(
             "WORKMEM_LLM_BASE_URL": model.base_url,
             "WORKMEM_LLM_TIMEOUT_S": "120",
             "WORKMEM_LLM_FALLBACK": "none",
-            "WORKMEM_WORKER_LEASE_S": "6",
+            "WORKMEM_WORKER_LEASE_S": "60",
             "WORKMEM_WORKER_POLL_S": "0.1",
         }
         log_path = tmp_path / "worker.log"
@@ -301,7 +264,7 @@ async def test_killed_worker_leaves_an_archive_another_finishes(
 
     survivor = ArchiveWorker(own_database, RecordingGenerator(), FAST)
     assert await survivor.run_once() is None, "the lease is still held"
-    await asyncio.sleep(6.5)
+    assert await age_archive_leases(own_admin_database, 61) == 1
     claim = await survivor.run_once()
     assert claim is not None
     assert claim.attempt == 2
@@ -326,8 +289,11 @@ async def test_lease_lost_writes_nothing(
             *,
             seqs: Sequence[int] | None = None,
             pins: Sequence[str] = (),
+            pinned_seqs: frozenset[int] = frozenset(),
         ) -> Generated:
-            generated = await super().generate(prior, messages, seqs=seqs, pins=pins)
+            generated = await super().generate(
+                prior, messages, seqs=seqs, pins=pins, pinned_seqs=pinned_seqs
+            )
             async with own_admin_database.unscoped() as db:  # another worker took over meanwhile
                 await db.execute(text("UPDATE archives SET attempt = attempt + 1"))
             return generated
@@ -382,6 +348,7 @@ async def test_a_failed_archive_larger_than_the_input_budget_is_covered_whole(
             *,
             seqs: Sequence[int] | None = None,
             pins: Sequence[str] = (),
+            pinned_seqs: frozenset[int] = frozenset(),
         ) -> Generated:
             if not self.failed:
                 self.failed = True

@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from app.db import SERVICE_KEY_VARIABLE
-from tests.test_e2e import free_port, workmem_command
+from tests.support.servers import free_port, workmem_command
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]

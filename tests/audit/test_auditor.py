@@ -27,6 +27,7 @@ AUDIT_RELATIONS = (
     "wm_section_timeline",
     "wm_restored_items",
     "wm_archive_daily",
+    "wm_item_authority",
 )
 runner = CliRunner()
 

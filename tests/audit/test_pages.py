@@ -11,11 +11,10 @@ import httpx
 import pytest
 from starlette.types import ASGIApp
 
-from tests.archives.test_commit import append, commit, user
 from tests.audit.fixtures import AuditData
 from tests.audit.pages import csrf_of, sign_in
 from tests.conftest import ADMIN_TOKEN, TenantKeys
-from tests.sessions.test_api import create_session
+from tests.support.api import append, commit, create_session, user
 
 
 @pytest.fixture

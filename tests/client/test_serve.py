@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_e2e import Server
+from tests.support.servers import Server
 from workmem_client import ArchiveStatus, NotFoundError, WorkmemClient
 
 pytestmark = pytest.mark.e2e

@@ -9,7 +9,7 @@ import pytest
 from app.db import Database
 from tests.compat.helpers import API, append, commit, failed, ok, user
 from tests.conftest import ADMIN_TOKEN, AppFactory, TenantKeys
-from tests.test_unavailable import closed_port
+from tests.support.servers import closed_port
 
 PROBLEM = "application/problem+json"
 

@@ -204,3 +204,21 @@ async def test_a_name_another_user_took_is_a_session_of_ones_own(
         ] == ["shared-name"]
         mine = ok(await http.get(f"{API}/sessions/shared-name", headers=as_alice))
         assert (mine["total_message_count"], mine["user"]["user_id"]) == (1, "alice")
+
+
+async def test_a_tool_id_repeated_across_appends_gets_a_call_id_of_its_own(
+    client: httpx.AsyncClient, tenant: TenantKeys
+) -> None:
+    """Model APIs refuse a conversation that repeats a call id; OpenViking's clients may repeat
+    a tool_id from one message to the next. The stored calls differ, the parts read back as
+    sent."""
+    for _ in range(3):
+        await append(client, tenant.write, "repeats", {"role": "assistant", "parts": [TOOL_PART]})
+    stored = await v1_messages(client, tenant, "repeats")
+    calls = [m["message"]["tool_calls"][0]["id"] for m in stored if m["role"] == "assistant"]
+    assert calls == ["call_7", "call_7_2", "call_7_3"]
+    answers = [m["message"]["tool_call_id"] for m in stored if m["role"] == "tool"]
+    assert answers == calls
+    context = ok(await client.get(f"{API}/sessions/repeats/context", headers=tenant.read))
+    tool_ids = [part["tool_id"] for m in context["messages"] for part in m["parts"]]
+    assert tool_ids == ["call_7"] * 3

@@ -26,7 +26,7 @@ from app.config import Settings
 from app.db import Database
 from app.main import create_app
 from tests.conftest import make_tenant
-from tests.test_e2e import Server, free_port
+from tests.support.servers import Server, free_port
 
 SEARCH = ToolPart(
     tool_id="call_HGn16KZh9oNCruxsMJ4gYXan",

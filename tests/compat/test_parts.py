@@ -188,13 +188,13 @@ def test_empty_and_repeated_tool_ids_get_unique_call_ids_and_come_back_as_sent()
     ]
     rows = stored({"role": "assistant", "parts": parts})
     calls = plain(rows)[0]["tool_calls"]
-    assert [call["id"] for call in calls] == ["call_0", "dup", "dup_2", "call_0_3"]
+    assert [call["id"] for call in calls] == ["call_0", "dup", "dup_2", "call_0_2"]
     assert calls[0]["function"]["name"] == "tool"
     assert [row.message["tool_call_id"] for row in rows[1:]] == [
         "call_0",
         "dup",
         "dup_2",
-        "call_0_3",
+        "call_0_2",
     ]
     assert to_parts(rows)[0]["parts"] == parts
 

@@ -12,8 +12,8 @@ from typing import Any
 
 import httpx
 
-from tests.archives.test_commit import append, commit
 from tests.conftest import TenantKeys
+from tests.support.api import append, commit
 from tests.support.fake_openai import check_chat_request
 
 SUMMARY_PREFIX = "[Session History Summary]\n\n# Working Memory\n"

@@ -25,10 +25,9 @@ from app.db import Database
 from app.llm.ports import PermanentModelError
 from app.models import WmSectionVersion
 from app.wm.sections import SECTIONS, Section, render
-from tests.archives.test_commit import append, assistant, commit, user
 from tests.conftest import AppFactory, TenantKeys, make_tenant
 from tests.context.helpers import SUMMARY_PREFIX, assert_well_formed, get_context
-from tests.sessions.test_api import create_session
+from tests.support.api import append, assistant, commit, create_session, user
 
 STATUSES = ("pending", "running", "failed", "done")
 ARCHIVES = 3
@@ -198,6 +197,7 @@ class GatedGenerator(WorkingMemoryGenerator):
         *,
         seqs: Sequence[int] | None = None,
         pins: Sequence[str] = (),
+        pinned_seqs: frozenset[int] = frozenset(),
     ) -> Generated:
         self.entered.set()
         await self.gate.wait()

@@ -16,7 +16,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.archives.working_memory import WorkingMemory
 from app.context.assembly import CUT_NOTE, Assembly, Hint, Window, assemble
 from app.context.budget import MAX_TOKEN_BUDGET, Budget, InvalidBudget, plan_budget, reply_reserve
 from app.context.clearing import Clearing
@@ -34,16 +33,18 @@ from app.context.summary import (
 )
 from app.context.units import DropReason, Unit, fit_units, group_units
 from app.pins.records import Pin
-from app.sessions.records import StoredMessage
 from app.wm.sections import Section
 from app.wm.tokens import count_tokens
+from tests.support.assembly import (
+    candidates,
+    full_sections,
+    message,
+    same_hint,
+    stored,
+    summarised,
+    words,
+)
 from tests.support.fake_openai import check_chat_request
-
-
-def words(text: str) -> int:
-    """A counter whose arithmetic a table can state: one token per whitespace-separated word."""
-    return len(text.split())
-
 
 # Reserve and layer -------------------------------------------------------------------------------
 
@@ -73,16 +74,18 @@ def test_reply_reserve(budget: int, reserved: int) -> None:
 @pytest.mark.parametrize(
     ("budget", "reserve", "usable", "layer"),
     [
-        (1_000, None, 500, 250),
-        (20_000, None, 10_000, 5_000),
+        # The layer is all of the usable budget up to the cap; the unsummarised messages take
+        # their room from it first (assembly).
+        (1_000, None, 500, 500),
+        (20_000, None, 10_000, 8_000),
         (128_000, None, 108_000, 8_000),  # the familiar 8k layer
         (200_000, None, 170_000, 8_000),
-        (16_000, 0, 16_000, 8_000),  # layer: half of usable meets the cap exactly
-        (15_999, 0, 15_999, 7_999),
-        (16_002, 0, 16_002, 8_000),
-        (1_000, 0, 1_000, 500),
-        (1_000, 999, 1, 0),
-        (10, 3, 7, 3),
+        (8_000, 0, 8_000, 8_000),  # usable meets the cap exactly
+        (7_999, 0, 7_999, 7_999),
+        (8_001, 0, 8_001, 8_000),
+        (1_000, 0, 1_000, 1_000),
+        (1_000, 999, 1, 1),
+        (10, 3, 7, 7),
     ],
 )
 def test_usable_budget_and_layer(budget: int, reserve: int | None, usable: int, layer: int) -> None:
@@ -108,53 +111,6 @@ def test_invalid_budgets(budget: int, reserve: int | None, field: str) -> None:
 
 
 # Tool groups ----------------------------------------------------------------------------------
-
-
-def message(code: str) -> dict[str, Any]:
-    """``u`` user, ``a`` assistant, ``s`` system, ``c:1,2`` a call of ids 1 and 2, ``t:1`` a result."""
-    kind, _, ids = code.partition(":")
-    if kind == "c":
-        return {
-            "role": "assistant",
-            "content": None,
-            "tool_calls": [
-                {"id": f"id{i}", "type": "function", "function": {"name": "f", "arguments": "{}"}}
-                for i in ids.split(",")
-            ],
-        }
-    if kind == "t":
-        return {"role": "tool", "tool_call_id": f"id{ids}", "content": "r"}
-    role = {"u": "user", "a": "assistant", "s": "system"}[kind]
-    return {"role": role, "content": code}
-
-
-def stored(seq: int, message: dict[str, Any], tokens: int) -> StoredMessage:
-    """A stored message as the assembly sees it: its seq, its OpenAI dict, its token count."""
-    return StoredMessage(
-        seq=seq,
-        role=message.get("role", "user"),
-        turn=0,
-        message=message,
-        token_count=tokens,
-        metadata=None,
-        created_at=datetime(2026, 1, 1, tzinfo=UTC),
-    )
-
-
-def same_hint(text: str) -> Hint:
-    return Hint(text, text)
-
-
-def summarised(sections: dict[Section, str]) -> WorkingMemory:
-    return WorkingMemory(archive_seq=1, covered_end_seq=0, sections=sections)
-
-
-def candidates(codes: Sequence[str], tokens: Sequence[int] | None = None) -> list[StoredMessage]:
-    counts = tokens or [1] * len(codes)
-    return [
-        stored(seq, message(code), n)
-        for seq, (code, n) in enumerate(zip(codes, counts, strict=True), 1)
-    ]
 
 
 def spans(units: Sequence[Unit]) -> list[tuple[int, ...]]:
@@ -241,24 +197,15 @@ def test_a_tool_group_is_kept_or_left_out_whole() -> None:
 # The summary --------------------------------------------------------------------------------
 
 
-def full_sections() -> dict[Section, str]:
-    return {
-        Section.SESSION_TITLE: "Migrate the billing service to Postgres 16",
-        Section.CURRENT_STATE: "Running the data copy; the dry run passed yesterday.",
-        Section.TASK_AND_GOALS: "- Move billing off MySQL\n- Never deploy on Fridays",
-        Section.KEY_FACTS: "\n".join(f"- fact number {i} about invoices" for i in range(1, 41)),
-        Section.FILES: "\n".join(f"- src/billing/module_{i}.py" for i in range(1, 31)),
-        Section.ERRORS: "- psycopg OperationalError on copy: fixed by raising the timeout",
-        Section.OPEN_ISSUES: "- Who signs off the cutover?",
-    }
-
-
 EXPECTED_ORDER = [
     (CutKind.ITEMS, Section.FILES, 10),
     (CutKind.ITEMS, Section.KEY_FACTS, 15),
     (CutKind.SECTION, Section.SESSION_TITLE, 1),
     (CutKind.SECTION, Section.FILES, 21),  # the 20 kept items and the cut marker
-    (CutKind.SECTION, Section.KEY_FACTS, 26),
+    (CutKind.ITEMS, Section.KEY_FACTS, 13),  # the newest 12 kept
+    (CutKind.ITEMS, Section.KEY_FACTS, 6),  # the newest 6 kept
+    (CutKind.ITEMS, Section.KEY_FACTS, 3),  # the newest 3 kept
+    (CutKind.SECTION, Section.KEY_FACTS, 4),  # the 3 kept items and the cut marker
     (CutKind.SECTION, Section.TASK_AND_GOALS, 2),
     (CutKind.SECTION, Section.CURRENT_STATE, 1),
     (CutKind.SECTION, Section.ERRORS, 1),
@@ -326,6 +273,27 @@ def test_item_cuts_keep_the_first_files_and_the_newest_facts() -> None:
     assert "fact number 16 about" in both.text
     assert "fact number 40 about" in both.text
     assert both.text.index("[cut: 15 older items") < both.text.index("fact number 16 about")
+
+
+@pytest.mark.parametrize(
+    ("halvings", "kept", "marker"),
+    [(1, 12, "[cut: 28 older items"), (2, 6, "[cut: 34 older items"),
+     (3, 3, "[cut: 37 older items")],
+)  # fmt: skip
+def test_key_facts_lose_their_oldest_items_before_the_whole_section(
+    halvings: int, kept: int, marker: str
+) -> None:
+    sections = full_sections()
+    layer = summarise_sections(sections, 100_000, count_tokens).tokens
+    summary = summarise_sections(sections, layer, count_tokens)
+    while len([c for c in summary.cuts if c.section is Section.KEY_FACTS]) < 1 + halvings:
+        layer = summary.tokens - 1
+        summary = summarise_sections(sections, layer, count_tokens)
+    assert summary.text is not None
+    assert marker in summary.text, "the marker counts every older item cut so far"
+    assert summary.text.count("older items") == 1, "one marker, however many cuts"
+    facts = [n for n in range(1, 41) if f"fact number {n} about" in summary.text]
+    assert facts == list(range(41 - kept, 41))
 
 
 def test_steps_with_nothing_to_cut_are_skipped() -> None:
@@ -484,12 +452,12 @@ def test_the_newest_user_message_outranks_the_summary() -> None:
     tight = assemble(
         Budget(1_000, 500), window, working_memory=source, hint=same_hint(""), counter=count_tokens
     )
-    assert tight.wm_layer == 500 - 300, "the user message takes its share before the summary"
+    assert tight.wm_layer == 500 - 320, "the unsummarised messages take their room first"
     assert tight.summary is not None
     assert tight.summary.text is not None
     assert tight.summary.cuts
-    assert tight.wm_tokens <= 200
-    assert 3 in tight.included_seqs
+    assert tight.wm_tokens <= 180
+    assert tight.included_seqs == (1, 2, 3)
     assert tight.total <= 500
     noted = assemble(
         Budget(1_000, 500),
@@ -521,6 +489,36 @@ def test_the_newest_user_message_outranks_the_summary() -> None:
     assert alone.summary.text is None
     assert alone.messages == [{"role": "user", "content": "u"}]
     assert alone.omitted == ((1, 2),)
+
+
+@pytest.mark.parametrize(
+    ("tail", "layer", "sent"),
+    [
+        # The unsummarised messages take their room first; the summary gets what they leave.
+        ([100, 100, 100], 700, (1, 2, 3)),
+        ([100, 200, 300], 400, (1, 2, 3)),
+        # Never less than a quarter of the budget: the oldest unsummarised messages give way.
+        ([200, 300, 400], 250, (2, 3)),
+        ([300, 300, 600], 250, (3,)),
+        # The newest user message goes in before anything else, the floor included.
+        ([10, 10, 990], 10, (2, 3)),
+    ],
+)
+def test_the_summary_takes_the_room_the_unsummarised_messages_leave(
+    tail: list[int], layer: int, sent: tuple[int, ...]
+) -> None:
+    window = Window(candidates(["u", "a", "u"], tail), floor_seq=0, last_seq=3)
+    assembly = assemble(
+        Budget(1_000, 0),
+        window,
+        working_memory=summarised(full_sections()),
+        hint=same_hint(""),
+        counter=count_tokens,
+    )
+    assert assembly.wm_layer == layer
+    assert assembly.wm_tokens <= layer
+    assert assembly.included_seqs == sent
+    assert assembly.total <= 1_000 or assembly.over_budget
 
 
 def test_a_summary_left_out_switches_the_hint_to_the_text_that_says_so() -> None:

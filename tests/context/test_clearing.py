@@ -28,7 +28,7 @@ from app.context.units import group_units
 from app.pins.records import Pin
 from app.sessions.records import StoredMessage
 from app.wm.sections import Section
-from tests.context.test_assembly import full_sections, same_hint, stored, summarised, words
+from tests.support.assembly import full_sections, same_hint, stored, summarised, words
 from tests.support.fake_openai import check_chat_request
 
 PATH = "/v1/sessions/s/messages"

@@ -14,10 +14,9 @@ from openai.types.chat import ChatCompletionMessageParam
 
 from app.db import Database
 from app.replay.datasets import swe_agent
-from tests.archives.test_commit import append, calls, result, user
 from tests.conftest import TenantKeys, make_tenant
 from tests.context.helpers import assert_well_formed, get_context, replay
-from tests.sessions.test_api import create_session
+from tests.support.api import append, calls, create_session, result, user
 from tests.support.datasets import loaded
 from tests.support.fake_openai import FakeOpenAI
 

@@ -15,14 +15,7 @@ from app.context.assembly import Window, assemble
 from app.context.budget import Budget
 from app.context.fill import NOTHING_FILLED, Filled, choose_fill, fill_room, with_fill
 from app.sessions.records import StoredMessage
-from tests.context.test_assembly import (
-    candidates,
-    message,
-    same_hint,
-    stored,
-    summarised,
-    words,
-)
+from tests.support.assembly import candidates, message, same_hint, stored, summarised, words
 
 
 def covered(codes: list[str], tokens: list[int]) -> list[StoredMessage]:

@@ -10,11 +10,10 @@ from typing import Any
 
 import httpx
 
-from tests.archives.test_commit import append, assistant, calls, commit, result, user
 from tests.compat.helpers import API, ok
 from tests.conftest import TenantKeys
 from tests.context.helpers import SUMMARY_PREFIX, assert_well_formed, get_context, stored_messages
-from tests.sessions.test_api import create_session
+from tests.support.api import append, assistant, calls, commit, create_session, result, user
 
 
 def turns(count: int, start: int = 0) -> list[dict[str, Any]]:

@@ -13,9 +13,8 @@ from sqlalchemy import text
 
 from app.db import Database
 from app.history.query import prepared
-from tests.archives.test_commit import append, assistant, calls, commit, user
 from tests.conftest import AppFactory, TenantKeys, make_tenant
-from tests.sessions.test_api import create_session
+from tests.support.api import append, assistant, calls, commit, create_session, user
 
 
 @pytest.mark.parametrize(

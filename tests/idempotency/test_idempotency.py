@@ -12,7 +12,7 @@ import pytest
 
 from app.db import Database
 from tests.conftest import AppFactory, TenantKeys, make_tenant
-from tests.sessions.test_api import create_session
+from tests.support.api import create_session
 
 MESSAGE = {"role": "user", "content": "fix app/main.py"}
 BATCH = {"messages": [MESSAGE, {"role": "assistant", "content": "on it"}]}

@@ -15,10 +15,10 @@ import pytest
 from app.db import Database
 from app.wm.items import split_items
 from app.wm.sections import SECTIONS, parse
-from tests.archives.test_commit import append, commit, user
 from tests.conftest import TenantKeys
 from tests.context.helpers import assert_well_formed, get_context, stored_messages
 from tests.importer.conftest import run_import
+from tests.support.api import append, commit, user
 from tests.support.openviking import SAMPLE, SESSIONS, copy_sample
 
 SWE = "swe-marshmallow-1867"

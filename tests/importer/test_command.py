@@ -19,7 +19,7 @@ from app.db import Database
 from tests.importer.conftest import row_counts, snapshot
 from tests.support.openviking import SAMPLE, scaled_workspace
 from tests.support.postgres import DatabaseUrls
-from tests.test_e2e import workmem_command
+from tests.support.servers import workmem_command
 
 runner = CliRunner()
 

@@ -17,7 +17,7 @@ from app.wm.sections import SECTIONS, parse
 from tests.context.helpers import assert_tool_groups_whole
 from tests.support.fake_openai import check_chat_request
 from tests.support.openviking import SAMPLE, SESSIONS
-from tests.test_e2e import Server, workmem_command
+from tests.support.servers import Server, workmem_command
 
 pytestmark = pytest.mark.e2e
 

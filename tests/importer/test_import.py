@@ -23,8 +23,8 @@ from app.sessions.service import AgentSessionService, Limits
 from tests.conftest import TenantKeys, make_tenant
 from tests.importer.conftest import row_counts, run_import, snapshot
 from tests.importer.expected import read_workspace
-from tests.importer.test_reader import CORRUPTION, corrupt
 from tests.support.openviking import SAMPLE, SESSIONS, copy_sample
+from tests.support.workspaces import CORRUPTION, corrupt
 
 
 async def rows(database: Database, keys: TenantKeys, query: str) -> list[Any]:
@@ -97,7 +97,10 @@ async def test_the_sample_imports_what_its_files_hold(
             _utc_iso(m["created_at"]) for m in session.messages
         ]
         statuses = Counter(
-            r.metadata["openviking"].get("tool_status") for r in own if r.role == "tool"
+            entry.get("tool_status")
+            for r in own
+            for entry in r.metadata["openviking"].get("parts", [])
+            if entry["type"] == "tool"
         )
         assert statuses == Counter(p["tool_status"] for p in session.tool_parts)
 

@@ -113,12 +113,12 @@ CONVERSIONS: list[tuple[str, dict[str, Any], list[dict[str, Any]]]] = [
                 "abstract": "Tea.",
             },
         ),
-        [{"role": "user", "content": "[context memory viking://m/1] Tea."}],
+        [{"role": "user", "content": "[memory context: viking://m/1] Tea."}],
     ),
     (
         "a context part without abstract keeps its reference",
         line("user", {"type": "context", "uri": "viking://r/2", "context_type": "resource"}),
-        [{"role": "user", "content": "[context resource viking://r/2]"}],
+        [{"role": "user", "content": "[resource context: viking://r/2]"}],
     ),
     (
         "a tool part in an assistant message joins its text",
@@ -157,12 +157,13 @@ CONVERSIONS: list[tuple[str, dict[str, Any], list[dict[str, Any]]]] = [
         ],
     ),
     (
-        "text after a tool part follows its result",
+        # One assistant message, as the API stores it; the part layout keeps the order.
+        "text after a tool part joins its call",
         line("assistant", tool(), text("Found none.")),
         [
             {
                 "role": "assistant",
-                "content": None,
+                "content": "Found none.",
                 "tool_calls": [
                     {
                         "id": "call_1",
@@ -172,7 +173,6 @@ CONVERSIONS: list[tuple[str, dict[str, Any], list[dict[str, Any]]]] = [
                 ],
             },
             {"role": "tool", "tool_call_id": "call_1", "content": "[]"},
-            {"role": "assistant", "content": "Found none."},
         ],
     ),
     (
@@ -202,7 +202,7 @@ CONVERSIONS: list[tuple[str, dict[str, Any], list[dict[str, Any]]]] = [
     (
         "a system message keeps its text",
         line("system", text("Be brief."), text("Be kind.")),
-        [{"role": "system", "content": "Be brief.\nBe kind."}],
+        [{"role": "system", "content": [text("Be brief."), text("Be kind.")]}],
     ),
 ]
 
@@ -221,9 +221,14 @@ def test_conversions(raw: dict[str, Any], expected: list[dict[str, Any]]) -> Non
 
 TOOL_SHAPES: list[tuple[str, dict[str, Any], str, str]] = [
     ("an object input is JSON", {"tool_input": {"a": "é"}}, '{"a": "é"}', "[]"),
-    ("a string input is kept as sent", {"tool_input": "{'a': 1}"}, "{'a': 1}", "[]"),
+    (
+        "a string input is kept under arguments",
+        {"tool_input": "{'a': 1}"},
+        '{"arguments": "{\'a\': 1}"}',
+        "[]",
+    ),
     ("no input is an empty object", {"tool_input": None}, "{}", "[]"),
-    ("a list input is JSON", {"tool_input": [1, 2]}, "[1, 2]", "[]"),
+    ("a list input is kept under arguments", {"tool_input": [1, 2]}, '{"arguments": [1, 2]}', "[]"),
     ("no output is an empty result", {"tool_output": None}, '{"q": "flights"}', ""),
     (
         "a structured output is JSON",
@@ -249,15 +254,17 @@ def test_tool_inputs_and_outputs(changes: dict[str, Any], arguments: str, output
 def test_tool_status_and_bookkeeping_are_kept_in_metadata() -> None:
     part = tool(tool_status="error", tool_output="Error: no seats", tool_output_group_id="msg_1")
     converted = convert(line("user", part, peer_id="p1", turn_id="turn-1"))
-    meta = metadata(converted, 1)
-    assert meta["tool_status"] == "error"
-    assert meta["tool_id"] == "call_1"
-    assert meta["tool_output_group_id"] == "msg_1"
+    meta = metadata(converted, 0)
+    [layout] = meta["parts"]
+    assert layout["tool_status"] == "error"
+    assert layout["tool_id"] == "call_1"
+    assert layout["tool_output_group_id"] == "msg_1"
     assert meta["role"] == "user"
-    assert meta["peer_id"] == "p1"
-    assert meta["turn_id"] == "turn-1"
-    assert "tool_input" not in meta
-    assert "tool_output" not in meta
+    assert "tool_input" not in layout
+    assert "tool_output" not in layout
+    for index in (0, 1):
+        assert metadata(converted, index)["peer_id"] == "p1"
+        assert metadata(converted, index)["turn_id"] == "turn-1"
 
 
 def test_repeated_and_missing_tool_ids_become_unique_per_session() -> None:
@@ -265,7 +272,7 @@ def test_repeated_and_missing_tool_ids_become_unique_per_session() -> None:
     first = sent(convert(line("assistant", tool("dup"), tool("dup")), ids))
     second = sent(convert(line("assistant", tool("dup"), tool("")), ids))
     assert [c["id"] for c in first[0]["tool_calls"]] == ["dup", "dup_2"]
-    assert [c["id"] for c in second[0]["tool_calls"]] == ["dup_3", "call_msg_1_1"]
+    assert [c["id"] for c in second[0]["tool_calls"]] == ["dup_3", "call_1"]
     # Every result answers its own call, so a strict chat server accepts the whole list.
     check_chat_request(
         {"model": "m", "messages": [{"role": "user", "content": "go"}, *first, *second]}
@@ -278,10 +285,10 @@ def test_externalized_output_is_restored_from_its_file() -> None:
     )
     restored = convert(line("assistant", part), full=lambda part: ("full output", ""))
     assert sent(restored)[1]["content"] == "full output"
-    assert metadata(restored, 1)["tool_output_restored"] is True
+    assert metadata(restored, 0)["parts"][0]["tool_output_restored"] is True
     missing = convert(line("assistant", part))
     assert sent(missing)[1]["content"] == "[preview]"
-    assert metadata(missing, 1)["tool_output_restored"] is False
+    assert metadata(missing, 0)["parts"][0]["tool_output_restored"] is False
     assert [kind for kind, _ in missing.problems] == [ProblemKind.TOOL_OUTPUT_MISSING]
 
 

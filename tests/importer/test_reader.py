@@ -27,6 +27,7 @@ from app.models import ArchiveStatus
 from app.sessions.schemas import MessageCreate
 from tests.importer.expected import read_workspace
 from tests.support.openviking import SAMPLE, SESSIONS, copy_sample
+from tests.support.workspaces import CORRUPTION, corrupt
 
 LIMIT = 1024 * 1024
 V2 = "# Working Memory\n\n" + "\n".join(
@@ -123,15 +124,24 @@ def test_the_sample_matches_its_manifest() -> None:
 
 def test_an_externalized_tool_output_is_restored_in_full() -> None:
     swe = next(s for s in read_all(SAMPLE) if s.ref.session_id == "swe-marshmallow-1867")
-    results = [m for line in swe.messages for m in line.messages if m.role == "tool"]
-    restored = [
-        m for m in results if m.metadata and m.metadata["openviking"].get("tool_output_ref")
+    stored = [m for line in swe.messages for m in line.messages]
+    # The layout of the call's parts says which output was externalized; its result holds it.
+    externalized = [
+        (entry, call.id)
+        for m in stored
+        if m.metadata
+        for entry, call in zip(
+            [p for p in m.metadata["openviking"].get("parts", []) if p["type"] == "tool"],
+            m.tool_calls or [],
+            strict=True,
+        )
+        if entry.get("tool_output_ref")
     ]
+    results = {m.tool_call_id: m.content for m in stored if m.role == "tool"}
     full = SAMPLE / SESSIONS / "swe-marshmallow-1867/tool-results"
     output = next(full.glob("*/output.txt")).read_text(encoding="utf-8")
-    assert [m.content for m in restored] == [output]
-    assert restored[0].metadata is not None
-    assert restored[0].metadata["openviking"]["tool_output_restored"] is True
+    assert [results[call_id] for _, call_id in externalized] == [output]
+    assert externalized[0][0]["tool_output_restored"] is True
 
 
 def test_a_failed_archive_keeps_its_stage_and_error() -> None:
@@ -247,53 +257,6 @@ def test_archive_status_rules(
         assert (archive.error_stage, archive.last_error) == ("archive_read", "boom")
 
 
-def corrupt(workspace: Path) -> None:
-    """The damage of a real workspace: a truncated line, a lost ``.meta.json``, an unknown part
-    type, and an archive folder whose messages are gone."""
-    swe = workspace / SESSIONS / "swe-marshmallow-1867"
-    archived = swe / "history/archive_002/messages.jsonl"
-    rows = archived.read_text().split("\n")
-    rows[2] = rows[2][: len(rows[2]) // 2]
-    archived.write_text("\n".join(rows))
-    (workspace / SESSIONS / "tau-airline-task0-trial0/.meta.json").unlink()
-    live = workspace / SESSIONS / "locomo-conv26/messages.jsonl"
-    rows = live.read_text().split("\n")
-    first = json.loads(rows[0])
-    first["parts"].append({"type": "hologram", "uri": "viking://x"})
-    rows[0] = json.dumps(first)
-    live.write_text("\n".join(rows))
-    empty = workspace / SESSIONS / "locomo-conv26/history/archive_003"
-    empty.mkdir()
-    (empty / "messages.jsonl").write_text("")
-    (empty / ".done").write_text("{}")
-
-
-CORRUPTION = [
-    (
-        "viking/acme/user/alice/sessions/locomo-conv26/history/archive_003",
-        None,
-        ProblemKind.EMPTY_ARCHIVE,
-    ),
-    ("viking/acme/user/alice/sessions/locomo-conv26/messages.jsonl", 1, ProblemKind.UNKNOWN_PART),
-    ("viking/acme/user/alice/sessions/locomo-conv26/.meta.json", None, ProblemKind.META_MISMATCH),
-    (
-        "viking/acme/user/alice/sessions/swe-marshmallow-1867/history/archive_002/messages.jsonl",
-        3,
-        ProblemKind.INVALID_JSON,
-    ),
-    (
-        "viking/acme/user/alice/sessions/swe-marshmallow-1867/.meta.json",
-        None,
-        ProblemKind.META_MISMATCH,
-    ),
-    (
-        "viking/acme/user/alice/sessions/tau-airline-task0-trial0/.meta.json",
-        None,
-        ProblemKind.MISSING_META,
-    ),
-]
-
-
 def test_every_damage_is_reported_where_it_is(tmp_path: Path) -> None:
     workspace = copy_sample(tmp_path / "ws")
     corrupt(workspace)
@@ -335,7 +298,7 @@ def test_a_duplicate_id_is_skipped_and_a_nan_kept_as_text(tmp_path: Path) -> Non
     ]
     (kept,) = read.live
     assert kept.messages[0].metadata == {
-        "openviking": {"message_id": message(2)["id"], "score": "NaN"}
+        "openviking": {"message_id": message(2)["id"], "score": "NaN", "parts": [{"type": "text"}]}
     }
 
 

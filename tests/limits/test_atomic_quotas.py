@@ -13,7 +13,7 @@ from sqlalchemy import text
 
 from app.db import Database
 from tests.conftest import AppFactory, TenantKeys, make_tenant
-from tests.sessions.test_api import create_session
+from tests.support.api import create_session
 
 QUOTA_SESSIONS = 5
 

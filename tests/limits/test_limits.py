@@ -11,7 +11,7 @@ import pytest
 from app.db import Database
 from app.limits.rate import MessageRate
 from tests.conftest import AppFactory, TenantKeys, make_tenant
-from tests.sessions.test_api import create_session
+from tests.support.api import create_session
 
 T = uuid.uuid4()
 

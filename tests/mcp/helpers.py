@@ -13,7 +13,7 @@ from typing import Any, TextIO
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.types import CallToolResult, TextContent
 
-from tests.test_e2e import workmem_command
+from tests.support.servers import workmem_command
 
 TOOLS = {
     "get_context",

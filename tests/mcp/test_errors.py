@@ -11,7 +11,7 @@ import pytest
 from mcp.types import CallToolResult
 
 from tests.mcp.helpers import mcp_session, structured, text_of
-from tests.test_e2e import free_port
+from tests.support.servers import free_port
 
 pytestmark = pytest.mark.e2e
 

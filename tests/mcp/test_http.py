@@ -15,7 +15,7 @@ from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
 from tests.mcp.helpers import TOOLS, mcp_command, structured
-from tests.test_e2e import free_port
+from tests.support.servers import free_port
 
 pytestmark = pytest.mark.e2e
 

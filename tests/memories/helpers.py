@@ -7,9 +7,8 @@ from typing import Any
 import httpx
 
 from app.db import Database
-from tests.archives.test_commit import append, commit
 from tests.conftest import TenantKeys
-from tests.sessions.test_api import create_session
+from tests.support.api import append, commit, create_session
 
 
 async def state(

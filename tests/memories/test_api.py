@@ -5,9 +5,9 @@ from __future__ import annotations
 import httpx
 
 from app.db import Database
-from tests.archives.test_commit import append, commit
 from tests.conftest import TenantKeys
 from tests.memories.helpers import events, memories, new_session, rows, search, state
+from tests.support.api import append, commit
 
 
 async def test_a_commit_extracts_memories_and_reports_them(

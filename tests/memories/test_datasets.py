@@ -17,11 +17,11 @@ import pytest
 
 from app.db import Database
 from app.memories.text import content_words
-from tests.archives.test_commit import commit
 from tests.conftest import TenantKeys, make_tenant
 from tests.context.helpers import replay
 from tests.memories.helpers import events, memories, new_session, search, state
 from tests.memories.locomo import Conversation, load
+from tests.support.api import commit
 
 CONVERSATIONS = ("26", "30", "41")
 EVERY = 40
@@ -186,3 +186,28 @@ async def test_a_restated_preference_updates_and_a_changed_one_supersedes(
     assert preference["id"] not in {
         hit["id"] for hit in await search(client, run.keys.reader, thing or "", limit=50)
     }
+
+
+async def test_no_two_current_memories_of_a_user_contradict_on_one_attribute(
+    replayed: list[Replayed],
+) -> None:
+    """Over every replayed conversation: an attribute (a slot: a preference for or between
+    things, a home, a job, a pet, …) has one current value per user; the others are
+    superseded and point at what replaced them."""
+    slotted = 0
+    for run in replayed:
+        values: dict[tuple[str, str], set[str]] = {}
+        for memory in run.memories:
+            if memory["slot"] is None or memory["superseded_by"] is not None:
+                continue
+            values.setdefault((memory["category"], memory["slot"]), set()).add(
+                str(memory["slot_value"])
+            )
+            slotted += 1
+        contradictions = {slot: found for slot, found in values.items() if len(found) > 1}
+        assert contradictions == {}, run.conversation.name
+        ids = {memory["id"] for memory in run.memories}
+        for memory in run.memories:
+            if memory["superseded_by"] is not None:
+                assert memory["superseded_by"] in ids
+    assert slotted >= 10, "the conversations state attributes"

@@ -142,6 +142,35 @@ def test_the_same_value_of_the_same_slot_is_a_restatement_of_the_newest() -> Non
     )
 
 
+@pytest.mark.parametrize(
+    ("stored_values", "value", "kind", "superseded", "reason"),
+    [
+        # A withdrawal takes back exactly the value it names.
+        (["berlin"], "not berlin", EventKind.SUPERSEDE, ["berlin"], "withdrawal"),
+        (["munich", "berlin"], "not berlin", EventKind.SUPERSEDE, ["berlin"], "withdrawal"),
+        # It says nothing of another value, and repeats itself as a restatement.
+        (["munich"], "not berlin", EventKind.ADD, [], "new"),
+        ([], "not berlin", EventKind.ADD, [], "new"),
+        (["not berlin"], "not berlin", EventKind.UPDATE, [], "same_slot_value"),
+        # A new value after a withdrawal supersedes it, as any other value.
+        (["not berlin"], "hamburg", EventKind.SUPERSEDE, ["not berlin"], "contradiction"),
+    ],
+)
+def test_a_withdrawal_supersedes_only_the_value_it_takes_back(
+    stored_values: list[str],
+    value: str,
+    kind: EventKind,
+    superseded: list[str],
+    reason: str,
+) -> None:
+    rows = [existing(0.3, "lives in", stored_value) for stored_value in stored_values]
+    change = decide(
+        candidate(category=C.PROFILE, slot="lives in", value=value), nearest=None, same_slot=rows
+    )
+    assert (change.kind, change.reason) == (kind, reason)
+    assert [row.slot_value for row in change.superseded] == superseded
+
+
 @pytest.mark.parametrize("category", [C.ENTITY, C.EVENT, C.LESSON])
 def test_only_preferences_and_profile_facts_can_contradict(category: Category) -> None:
     change = decide(

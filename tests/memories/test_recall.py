@@ -7,10 +7,10 @@ from typing import Any
 import httpx
 
 from app.context.recall import RECALL_HEADER
-from tests.archives.test_commit import append
 from tests.conftest import TenantKeys
 from tests.context.helpers import get_context
 from tests.memories.helpers import memories, new_session, state
+from tests.support.api import append
 
 SUMMARY = "[Session History Summary]"
 

@@ -23,7 +23,13 @@ SENTENCES: list[tuple[str, Category | None, str | None, str | None, str | None]]
         "yes",
     ),
     ("I'm a huge fan of jazz.", C.PREFERENCE, "preference.like", "likes:jazz", "yes"),
-    ("I prefer tea over coffee.", C.PREFERENCE, "preference.like", "likes:tea", "yes"),
+    (
+        "I prefer tea over coffee.",
+        C.PREFERENCE,
+        "preference.comparison",
+        "prefers:coffee|tea",
+        "tea",
+    ),
     ("I don't like coffee anymore.", C.PREFERENCE, "preference.dislike", "likes:coffee", "no"),
     ("I hate cold weather.", C.PREFERENCE, "preference.dislike", "likes:cold weather", "no"),
     ("I'm not into games.", C.PREFERENCE, "preference.dislike", "likes:game", "no"),
@@ -45,8 +51,8 @@ SENTENCES: list[tuple[str, Category | None, str | None, str | None, str | None]]
     (
         "I work as a nurse at the city hospital.",
         C.PROFILE,
-        "profile.work",
-        "works",
+        "profile.job",
+        "works as",
         "nurse city hospital",
     ),
     ("My name is Dana.", C.PROFILE, "profile.name", "name", "dana"),
@@ -236,3 +242,78 @@ def test_long_sentences_are_clipped_at_a_word_boundary() -> None:
 )
 def test_slot_keys(phrase: str, key: str | None) -> None:
     assert slot_key(phrase) == key
+
+
+# --- changes of mind: one attribute, said one way then changed -----------------------------------
+
+P, R = C.PREFERENCE, C.PROFILE
+
+# category, slot, first value, changed value, the first statement, the change
+CHANGES: list[tuple[Category, str, str, str, str, str]] = [
+    # A preference between two things, by the things compared, whichever way round.
+    (P, "prefers:space|tab", "tab", "space",
+     "I prefer tabs over spaces.", "I prefer spaces over tabs now."),
+    (P, "prefers:coffee|tea", "tea", "coffee",
+     "I prefer tea to coffee.", "Actually I now prefer coffee over tea."),
+    (P, "prefers:cat|dog", "cat", "dog",
+     "I like cats more than dogs.", "These days I like dogs better than cats."),
+    (P, "prefers:python|rust", "python", "rust",
+     "I'd rather use Python instead of Rust.", "I prefer Rust rather than Python now."),
+    # A preference for one thing, reversed.
+    (P, "likes:coffee", "yes", "no", "I love coffee.", "I don't like coffee anymore."),
+    (P, "likes:jazz", "yes", "no", "I'm a huge fan of jazz.", "I'm no longer into jazz."),
+    (P, "favorite color", "teal", "red", "My favorite color is teal.", "My favorite color is red."),
+    # Residence.
+    (R, "lives in", "berlin", "munich", "I live in Berlin.", "I live in Munich now."),
+    (R, "lives in", "berlin", "munich", "I live in Berlin.", "I moved to Munich last month."),
+    (R, "lives in", "berlin", "not berlin", "I'm based in Berlin.", "I no longer live in Berlin."),
+    # Job and employer, each its own attribute.
+    (R, "works as", "nurse", "teacher", "I work as a nurse.", "My job is teacher now."),
+    (R, "works at", "google", "microsoft", "I work at Google.", "I work for Microsoft now."),
+    (R, "works at", "google", "not google", "I work at Google.", "I no longer work at Google."),
+    (R, "works at", "acme", "globex", "I'm employed by Acme.",
+     "I just started a new job at Globex."),
+    # Name.
+    (R, "name", "dana", "dee", "My name is Dana.", "My name is Dee."),
+    # Relationship status.
+    (R, "relationship status", "marry", "divorc", "I'm married.", "I'm divorced now."),
+    (R, "relationship status", "single", "engag", "I am single.", "I'm engaged!  So happy about it."),
+    (R, "relationship status", "marry", "not marry", "I'm married.", "I'm not married anymore."),
+    # Pets, one attribute per kind of pet.
+    (R, "has pet:dog", "yes", "not yes", "I have a dog.", "I don't have a dog anymore."),
+    (R, "has pet:cat", "yes", "not yes", "I've got two cats.", "I no longer have cats."),
+    # Diet.
+    (R, "diet", "vegan", "vegetarian", "I'm vegan.", "I'm vegetarian now."),
+    (R, "diet", "vegan", "not vegan", "I'm vegan.", "I'm no longer vegan."),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("category", "slot", "first", "changed", "said", "change"), CHANGES)
+def test_a_changed_value_states_the_same_attribute(
+    category: Category, slot: str, first: str, changed: str, said: str, change: str
+) -> None:
+    before = classify(said, 1, after_agent=False)
+    after = classify(change, 2, after_agent=False)
+    assert before is not None
+    assert after is not None
+    assert (before.category, before.slot, before.slot_value) == (category, slot, first)
+    assert (after.category, after.slot, after.slot_value) == (category, slot, changed)
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        # Owning a dog and owning a cat are two attributes, not one changed.
+        ("I have a dog.", "I have a cat."),
+        # A job and an employer are two attributes.
+        ("I work as a nurse.", "I work at the city hospital."),
+        # "going to the park" is one thing liked, not a comparison.
+        ("I like going to the park.", "I like going to the beach."),
+    ],
+)
+def test_different_attributes_are_different_slots(first: str, second: str) -> None:
+    one = classify(first, 1, after_agent=False)
+    two = classify(second, 2, after_agent=False)
+    assert one is not None
+    assert two is not None
+    assert one.slot != two.slot

@@ -10,10 +10,9 @@ import httpx
 from sqlalchemy import text
 
 from app.db import Database
-from tests.archives.test_commit import append, assistant, commit, user
 from tests.conftest import TenantKeys
 from tests.context.helpers import SUMMARY_PREFIX, assert_well_formed, get_context
-from tests.sessions.test_api import create_session
+from tests.support.api import append, assistant, commit, create_session, user
 
 
 async def pin(client: httpx.AsyncClient, keys: TenantKeys, sid: str, **body: Any) -> httpx.Response:

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from app.cli import cli
 from tests.support.datasets import DATASETS
-from tests.test_e2e import Server, workmem_command
+from tests.support.servers import Server, workmem_command
 
 runner = CliRunner()
 

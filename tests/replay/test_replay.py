@@ -137,12 +137,12 @@ async def test_the_adversarial_model_removes_only_issues_it_dropped_twice(
         assert restored_before, f"{loss.item!r} left without its second chance"
 
 
-async def test_the_adversarys_invented_constraint_is_stored_unsourced_and_never_protected(
+async def test_the_adversarys_invented_constraint_is_stored_marked_and_never_protected(
     own_database: Database, app_client: AppFactory
 ) -> None:
     """The ``invent constraint`` attack first: a Task & Goals constraint no user gave, cited to
-    an assistant message, is marked ``[unsourced]`` (``unsourced_constraint``) and is not a
-    protected item, so no guard keeps it and no loss is counted when it goes."""
+    an assistant message, is marked ``[tool-sourced]`` (``tool_sourced_instruction``: an
+    assistant's message is no instruction) and is not a protected item, so no guard keeps it and no loss is counted when it goes."""
     conversation = loaded(tau_airline_shift, None, 10)
     keys = await make_tenant(own_database)
     adversary = Adversary(first_attack=ATTACK_NAMES.index("invent constraint"))
@@ -159,9 +159,9 @@ async def test_the_adversarys_invented_constraint_is_stored_unsourced_and_never_
             versions = await section_history(http, result.agent_session_id)
     assert server.errors == []
     assert adversary.invented == 1
-    assert result.interventions["unsourced_constraint"] == 1
+    assert result.interventions["tool_sourced_instruction"] == 1
     task = by_section(versions)[Section.TASK_AND_GOALS.value]
     planted = [body for _, body in task if INVENTED in body]
     assert planted, "the attack never reached the stored section"
-    assert all(f"[unsourced] {INVENTED}" in body for body in planted)
+    assert all(f"[tool-sourced] {INVENTED}" in body for body in planted)
     assert not any(INVENTED in loss.item for loss in result.losses)

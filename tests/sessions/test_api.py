@@ -7,13 +7,7 @@ from typing import Any
 import httpx
 
 from tests.conftest import TenantKeys
-
-
-async def create_session(client: httpx.AsyncClient, keys: TenantKeys, **body: Any) -> str:
-    response = await client.post("/v1/sessions", json=body, headers=keys.write)
-    assert response.status_code == 201, response.text
-    agent_session_id: str = response.json()["id"]
-    return agent_session_id
+from tests.support.api import create_session
 
 
 async def test_create_append_and_read_back(client: httpx.AsyncClient, tenant: TenantKeys) -> None:

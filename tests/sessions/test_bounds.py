@@ -17,7 +17,7 @@ from app.sessions.schemas import MessageCreate, MessagePage, MessageRead
 from app.sessions.service import Limits, prepare_append
 from app.validation import MAX_BODY_DEPTH, MAX_VALUE_DEPTH, json_problem
 from tests.conftest import TenantKeys
-from tests.sessions.test_api import create_session
+from tests.support.api import create_session
 
 
 def nested(depth: int) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from app.sessions.pending import advance_pending, leaving_seqs
 from app.sessions.schemas import AgentSessionCreate, MessageCreate
 from app.sessions.service import AgentSessionService, Limits
 from tests.conftest import TenantKeys, make_tenant
-from tests.sessions.test_api import create_session
+from tests.support.api import create_session
 
 
 async def test_eight_concurrent_appenders_get_gap_free_seqs(

@@ -11,7 +11,7 @@ import openai
 import pytest
 
 from tests.conftest import TenantKeys
-from tests.sessions.test_api import create_session
+from tests.support.api import create_session
 from tests.support.fake_openai import FakeOpenAI, check_chat_request, fake_openai
 
 __all__ = ["fake_openai"]

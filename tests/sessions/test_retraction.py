@@ -8,7 +8,7 @@ from typing import Any
 import httpx
 
 from tests.conftest import TenantKeys
-from tests.sessions.test_api import create_session
+from tests.support.api import create_session
 
 
 async def append(

@@ -92,14 +92,20 @@ def _cited(text: str, cited: Mapping[str, Seqs]) -> str:
 def _honest(messages: list[tuple[int | None, dict[str, str]]], prior: Mapping[Section, str]) -> str:
     """What a model that follows the prompt answers: the offline extractor's ops, each item
     ending with the numbers of the messages it came from."""
-    first = next((seq for seq, _ in messages if seq is not None), 1)
-    extraction = extract([m for _, m in messages], prior, first_seq=first)
+    extraction = extract([m for _, m in messages], prior, first_seq=1)
+    # The extractor numbers what it read by position; a message the prompt renders on several
+    # numbered lines reads as several, so each position is mapped back to the number it showed.
+    shown = [seq for seq, _ in messages]
+    cited: dict[str, Seqs] = {}
+    for key, seqs in extraction.cited.items():
+        numbers = {shown[p - 1] for p in seqs if 0 < p <= len(shown)}
+        cited[key] = tuple(sorted(n for n in numbers if n is not None))
     sections: dict[str, Any] = dict(extraction.ops["sections"])  # type: ignore[call-overload]
     for name, op in sections.items():
         if op.get("op") == "UPDATE":
-            sections[name] = {**op, "content": _cited(op["content"], extraction.cited)}
+            sections[name] = {**op, "content": _cited(op["content"], cited)}
         elif op.get("op") == "APPEND":
-            sections[name] = {**op, "items": [_cited(i, extraction.cited) for i in op["items"]]}
+            sections[name] = {**op, "items": [_cited(i, cited) for i in op["items"]]}
     return json.dumps({"sections": sections})
 
 

@@ -25,7 +25,7 @@ import httpx
 import psycopg
 
 from tests.support.clusters import cluster_url, register
-from tests.test_e2e import free_port, workmem_command
+from tests.support.servers import free_port, workmem_command
 
 
 def environment(home: Path, **extra: str) -> dict[str, str]:

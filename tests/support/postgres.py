@@ -1,6 +1,9 @@
-"""A Postgres server for the test run: ``WORKMEM_TEST_DATABASE_URL``'s, or an embedded one.
+"""A Postgres server for the test process: an embedded cluster, ``WORKMEM_TEST_DATABASE_URL``'s
+server, or a container (``tests/support/backends.py`` chooses).
 
-Creates throwaway databases on it, each migrated by the real Alembic revisions.
+Creates throwaway databases on it, each migrated by the real Alembic revisions. Under xdist every
+worker starts its own embedded cluster or container; on a configured server the workers share
+the server and each creates databases of its own.
 """
 
 from __future__ import annotations
@@ -16,6 +19,17 @@ import psycopg
 from sqlalchemy.engine import make_url
 
 from app.db import normalize_url
+from tests.support.backends import (
+    Backend,
+    Choice,
+    choose_backend,
+    docker_unavailable,
+    start_container,
+)
+
+MIGRATION_LOCK = 7_402_611
+"""An advisory lock taken while a database is migrated: the roles a migration creates are
+cluster-wide, so processes sharing a server migrate one at a time."""
 
 
 @dataclass(frozen=True)
@@ -34,13 +48,23 @@ class PostgresForTests:
     base_url: str
     _server: Any = None
     _tmp: tempfile.TemporaryDirectory[str] | None = None
+    _container: Any = None
     created: list[str] = field(default_factory=list)
 
     @classmethod
-    def start(cls) -> PostgresForTests:
-        configured = os.environ.get("WORKMEM_TEST_DATABASE_URL")
-        if configured:
-            return cls(base_url=normalize_url(configured))
+    def start(cls, choice: Choice | None = None) -> PostgresForTests:
+        """The server of ``choice`` (by default, the one the environment asks for)."""
+        if choice is None:
+            choice = choose_backend(os.environ, docker_unavailable)
+        if choice.unavailable is not None:
+            raise RuntimeError(choice.unavailable)
+        if choice.backend is Backend.CONFIGURED:
+            assert choice.url is not None
+            return cls(base_url=normalize_url(choice.url))
+        if choice.backend is Backend.CONTAINER:
+            assert choice.image is not None
+            container, url = start_container(choice.image)
+            return cls(base_url=normalize_url(url), _container=container)
         from pgserver.postgres_server import get_server
 
         from tests.support.clusters import register
@@ -74,14 +98,19 @@ class PostgresForTests:
         from app.db import login_url
 
         url = self.create_database(prefix)
-        migrations.upgrade(url)
+        with self._admin() as connection:
+            connection.execute("SELECT pg_advisory_lock(%s)", (MIGRATION_LOCK,))
+            migrations.upgrade(url)
         return DatabaseUrls(admin=url, app=login_url(url))
 
     def stop(self) -> None:
-        if self._server is not None:
+        if self._container is None:  # a container goes whole
             with self._admin() as connection:
                 for name in self.created:
                     connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        if self._server is not None:
             self._server.cleanup()
         if self._tmp is not None:
             self._tmp.cleanup()
+        if self._container is not None:
+            self._container.stop()

@@ -11,7 +11,7 @@ from sqlalchemy import text
 from app.db import Database
 from app.tenancy.keys import generate_key, hash_secret, parse_key
 from tests.conftest import ADMIN_TOKEN, TenantKeys
-from tests.sessions.test_api import create_session
+from tests.support.api import create_session
 
 OPERATOR = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
 

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.test_e2e import Server
+from tests.support.servers import Server
 
 
 @pytest.fixture(scope="module")

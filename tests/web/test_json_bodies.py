@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.test_e2e import Server
+from tests.support.servers import Server
 
 pytestmark = pytest.mark.e2e
 

@@ -11,7 +11,7 @@ import pytest
 from playwright.sync_api import Browser, Page, Route, expect, sync_playwright
 
 from tests.audit.browser import CHROMIUM_ARGS, require_chromium
-from tests.test_e2e import Server
+from tests.support.servers import Server
 
 pytestmark = pytest.mark.e2e
 

@@ -5,7 +5,6 @@ tenants)."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 from datetime import datetime
 from typing import Any
@@ -23,41 +22,13 @@ from app.webhooks import repository
 from app.webhooks.delivery import DeliveryConfig, WebhookDeliverer
 from app.webhooks.schedule import RetrySchedule
 from tests.conftest import AppFactory, TenantKeys, make_tenant
+from tests.support.clock import age_webhook_deliveries
 from tests.support.webhook_receiver import WebhookReceiver
-
-FAST = RetrySchedule(max_attempts=3, base_s=0.05, max_s=0.1)
+from tests.support.webhooks import FAST, commit_one, subscribe
 
 
 def deliverer(database: Database, **config: Any) -> WebhookDeliverer:
     return WebhookDeliverer(database, DeliveryConfig(allow_private=True, schedule=FAST, **config))
-
-
-async def subscribe(
-    http: httpx.AsyncClient, keys: TenantKeys, url: str, *events: str
-) -> dict[str, Any]:
-    response = await http.post(
-        "/v1/webhooks", json={"url": url, "events": list(events)}, headers=keys.headers(keys.admin)
-    )
-    assert response.status_code == 201, response.text
-    created: dict[str, Any] = response.json()
-    return created
-
-
-async def commit_one(http: httpx.AsyncClient, keys: TenantKeys, content: str) -> dict[str, Any]:
-    created = await http.post("/v1/sessions", json={"user_id": "ines"}, headers=keys.write)
-    agent_session_id = created.json()["id"]
-    await http.post(
-        f"/v1/sessions/{agent_session_id}/messages",
-        json={"role": "user", "content": content},
-        headers=keys.write,
-    )
-    committed = await http.post(
-        f"/v1/sessions/{agent_session_id}/commit",
-        json={"keep_recent_count": 0, "wait": True},
-        headers=keys.write,
-    )
-    body: dict[str, Any] = committed.json()
-    return body
 
 
 async def deliveries(
@@ -109,14 +80,18 @@ async def test_archive_done_is_delivered_signed(
 
 
 async def test_failed_attempts_are_retried_with_backoff_then_fail(
-    own_database: Database, app_client: AppFactory, receiver: WebhookReceiver
+    own_database: Database,
+    own_admin_database: Database,
+    app_client: AppFactory,
+    receiver: WebhookReceiver,
 ) -> None:
     keys = await make_tenant(own_database)
     receiver.answer(500, 503, 500, 500)
+    slow = RetrySchedule(max_attempts=3, base_s=30, max_s=60)
     async with app_client(own_database, webhooks_allow_private=True) as http:
         retried = await subscribe(http, keys, receiver.url, "archive.done")
         await commit_one(http, keys, "first")
-        loop = deliverer(own_database)
+        loop = WebhookDeliverer(own_database, DeliveryConfig(allow_private=True, schedule=slow))
         try:
             assert await loop.run_once() == 1
             [waiting] = await deliveries(http, keys, retried["id"])
@@ -124,14 +99,11 @@ async def test_failed_attempts_are_retried_with_backoff_then_fail(
             # Due again only after its backoff (the first one: base_s, less the jitter).
             first = datetime.fromisoformat(waiting["attempts"][0]["started_at"])
             due = datetime.fromisoformat(waiting["next_attempt_at"])
-            assert (due - first).total_seconds() >= 0.8 * FAST.base_s
-            states = []
-            for _ in range(40):
-                await asyncio.sleep(0.05)
-                await loop.run_once()
-                states = [d["status"] for d in await deliveries(http, keys, retried["id"])]
-                if states == ["failed"]:
-                    break
+            assert (due - first).total_seconds() >= 0.8 * slow.base_s
+            assert await loop.run_once() == 0, "within its backoff"
+            for attempt in (2, 3):  # past the longest backoff, its jitter included
+                assert await age_webhook_deliveries(own_admin_database, 2 * slow.max_s) == 1
+                assert await loop.run_once() == 1, f"attempt {attempt} is due"
         finally:
             await loop.close()
         [failed] = await deliveries(http, keys, retried["id"])
@@ -148,7 +120,10 @@ async def test_failed_attempts_are_retried_with_backoff_then_fail(
 
 
 async def test_a_delivery_claimed_by_a_crashed_process_is_sent_after_its_lease(
-    own_database: Database, app_client: AppFactory, receiver: WebhookReceiver
+    own_database: Database,
+    own_admin_database: Database,
+    app_client: AppFactory,
+    receiver: WebhookReceiver,
 ) -> None:
     keys = await make_tenant(own_database)
     async with app_client(own_database, webhooks_allow_private=True) as http:
@@ -156,12 +131,14 @@ async def test_a_delivery_claimed_by_a_crashed_process_is_sent_after_its_lease(
         await commit_one(http, keys, "survive me")
         # A process claims the delivery and dies before sending it.
         async with own_database.unscoped() as db:
-            [claim] = await repository.claim_due(db, lease_s=1.0, limit=10)
+            [claim] = await repository.claim_due(db, lease_s=60, limit=10)
         assert claim.attempt == 1
         loop = deliverer(own_database)
         try:
             assert await loop.run_once() == 0, "leased: not due yet"
-            await asyncio.sleep(1.1)
+            assert await age_webhook_deliveries(own_admin_database, 30) == 1
+            assert await loop.run_once() == 0, "half the lease has passed"
+            await age_webhook_deliveries(own_admin_database, 31)
             assert await loop.run_once() == 1
         finally:
             await loop.close()

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from standardwebhooks import Webhook
 
+from tests.support.servers import Server
 from tests.support.webhook_receiver import WebhookReceiver
-from tests.test_e2e import Server
 from workmem_client import WorkmemClient
 
 pytestmark = pytest.mark.e2e

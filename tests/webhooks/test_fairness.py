@@ -15,7 +15,7 @@ from app.webhooks import repository
 from app.webhooks.delivery import DeliveryConfig, WebhookDeliverer
 from tests.conftest import AppFactory, make_tenant
 from tests.support.webhook_receiver import WebhookReceiver
-from tests.webhooks.test_delivery import FAST, commit_one, subscribe
+from tests.support.webhooks import FAST, commit_one, subscribe
 
 BODY = {"url": "http://127.0.0.1:9/hooks", "events": ["archive.done"]}
 

@@ -24,8 +24,8 @@ from app.wm.recovery import recover_arguments
 from app.wm.references import SeqRange
 from app.wm.schema import UPDATE_VALIDATOR, interpret, locate_ops
 from app.wm.sections import SECTIONS, Section, canonical_body, parse, render
+from tests.support.recovery import VALID
 from tests.wm.helpers import path_set, words
-from tests.wm.test_recovery import VALID
 
 # Enough examples to find the edge cases these strategies aim at, few enough to keep the whole
 # suite fast on two cores.

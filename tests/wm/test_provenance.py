@@ -125,15 +125,33 @@ def _checked(
     evidence: dict[int, str] | None = None,
 ) -> tuple[str, list[str], list[tuple[int, ...]]]:
     if evidence is None:
-        evidence = {4: "i said: never push to main on a friday"}
+        evidence = {
+            4: "i said: never push to main on a friday",
+            7: "fridays: we never deploy then, and we keep python 3.8 support.",
+        }
     sources = attribute(body, cited, prior)
     result = mark_unsourced(body, sources, prior_body, prior, evidence)
-    return result.body, result.marked, [entry.evidence for entry in result.sources]
+    marked = [item for items in result.marked.values() for item in items]
+    return result.body, marked, [entry.evidence for entry in result.sources]
 
 
 UNSOURCED_CASES: list[tuple[str, dict[str, tuple[int, ...]], str, list[tuple[int, ...]]]] = [
-    # a constraint citing a user message that states one: kept, with its evidence
-    ("- Never deploy on Fridays", {"never deploy on fridays": (4,)}, "", [(4,)]),
+    # a constraint citing a user message that says it: kept, with its evidence
+    ("- Never deploy on Fridays", {"never deploy on fridays": (7,)}, "", [(7,)]),
+    # citing a user message that states some other constraint: not supported
+    (
+        "- Never deploy on Fridays",
+        {"never deploy on fridays": (4,)},
+        "[unsourced] Never deploy on Fridays",
+        [()],
+    ),
+    # the opposite of what the cited message says
+    (
+        "- Always deploy on Fridays",
+        {"always deploy on fridays": (7,)},
+        "[contradicts source] Always deploy on Fridays",
+        [()],
+    ),
     # citing only messages that state none, or nothing at all: marked
     (
         "- Never deploy on Fridays",
@@ -208,7 +226,7 @@ def test_the_evidence_of_the_prior_counts_for_a_rephrased_constraint() -> None:
 
 def test_headings_and_blank_lines_pass_through() -> None:
     body = "### Rules\n\n- Never deploy on Fridays"
-    new_body, marked, _ = _checked(body, {"never deploy on fridays": (4,)})
+    new_body, marked, _ = _checked(body, {"never deploy on fridays": (7,)})
     assert (new_body, marked) == (body, [])
 
 

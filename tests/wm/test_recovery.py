@@ -7,7 +7,6 @@ one the intact payload would have produced (same op, content a prefix, items a p
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import pytest
 
@@ -21,25 +20,8 @@ from app.wm.recovery import (
 )
 from app.wm.schema import interpret, locate_ops
 from app.wm.sections import SECTIONS, Section
+from tests.support.recovery import INTACT, VALID
 
-INTACT: dict[str, Any] = {
-    "sections": {
-        "Session Title": {"op": "KEEP"},
-        "Current State": {
-            "op": "UPDATE",
-            "content": 'Parser half done; said "ok" ] } and moved on.\nNext:\ttests \x01.',
-        },
-        "Task & Goals": {"op": "KEEP"},
-        "Key Facts & Decisions": {
-            "op": "APPEND",
-            "items": ["uses ] in text", "café “quoted”", "a, b"],
-        },
-        "Files & Context": {"op": "UPDATE", "content": "- app/wm/recovery.py"},
-        "Errors & Corrections": {"op": "KEEP"},
-        "Open Issues": {"op": "APPEND", "items": ["Why {braces}?"]},
-    }
-}
-VALID = json.dumps(INTACT, ensure_ascii=False)
 EXPECTED: dict[Section, SectionOp] = {
     section: op
     for section, raw in locate_ops(INTACT).items()

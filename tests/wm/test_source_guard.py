@@ -46,7 +46,7 @@ def _ctx(config: GuardConfig = DEFAULT_CONFIG) -> GuardContext:
         ),
         # a request that states no constraint is the model's to word
         (Section.TASK_AND_GOALS, "- Please fix the login page", "- Fix login", []),
-        # the user's words before a goal that repeats them; the goal is then held
+        # a goal that repeats the user's words is the task, not a constraint: never restored
         (
             Section.TASK_AND_GOALS,
             "- Goal: Never push directly to main\n- Never push directly to main.",

@@ -20,7 +20,7 @@ from app.archives.presenter import archive_read
 from app.archives.service import ArchiveService
 from app.compat.openviking import ids
 from app.compat.openviking.envelope import ERROR_RESPONSES, Envelope, ResourceNotFound
-from app.compat.openviking.parts import MessageIn, to_openai
+from app.compat.openviking.parts import MessageIn, ToolCallIds, ToolPart, to_openai
 from app.compat.openviking.presenter import context_out
 from app.compat.openviking.schemas import (
     ArchiveOut,
@@ -169,15 +169,24 @@ async def delete_session(
 
 
 async def _append(
-    session_id: str, messages: list[MessageIn], principal: Principal, flow: AppendFlow
+    session_id: str,
+    messages: list[MessageIn],
+    principal: Principal,
+    database: DatabaseDep,
+    flow: AppendFlow,
 ) -> AppendOutcome:
     """Append, creating the session first when it does not exist: a batch that fails
-    validation stores nothing, not even the session."""
+    validation stores nothing, not even the session. Tool-call ids are made unique within the
+    session, so its history stays a conversation a model API accepts."""
+    ids = ToolCallIds()
+    if any(isinstance(part, ToolPart) for message in messages for part in message.parts or ()):
+        async with database.tenant(principal.tenant_id) as db:
+            ids.seen = await AgentSessionService(db, principal).tool_call_ids(session_id)
     try:
         creates = [
             MessageCreate.model_validate(stored)
             for message in messages
-            for stored in to_openai(message)
+            for stored in to_openai(message, ids)
         ]
     except ValidationError as error:  # a rule only the OpenAI form of a message can break
         raise InvalidInput(
@@ -193,9 +202,10 @@ async def add_message(
     session_id: SessionPath,
     body: MessageIn,
     principal: Writer,
+    database: DatabaseDep,
     flow: AppendFlowDep,
 ) -> Envelope[MessageAdded]:
-    outcome = await _append(session_id, [body], principal, flow)
+    outcome = await _append(session_id, [body], principal, database, flow)
     return Envelope(
         result=MessageAdded(
             session_id=session_id,
@@ -210,9 +220,10 @@ async def add_messages(
     session_id: SessionPath,
     body: MessageBatchIn,
     principal: Writer,
+    database: DatabaseDep,
     flow: AppendFlowDep,
 ) -> Envelope[MessagesAdded]:
-    outcome = await _append(session_id, body.messages, principal, flow)
+    outcome = await _append(session_id, body.messages, principal, database, flow)
     return Envelope(
         result=MessagesAdded(
             session_id=session_id,

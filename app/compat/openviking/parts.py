@@ -1,16 +1,21 @@
 """OpenViking's messages in ``parts`` format, and their mapping to and from OpenAI messages.
 
-Inbound, one OpenViking message becomes the OpenAI messages workmem stores: its text, image and
-context parts the content, its tool parts an assistant tool call each answered by a ``tool``
-result. What OpenAI's format has no field for (part kinds, tool statuses, peer and turn labels)
-rides along in the stored message's ``metadata["openviking"]``, so reading back gives the parts.
-Pure: no I/O, no database, no web framework.
+The one mapping of OpenViking's format: the compatible API and the workspace importer both store
+through it, so a message imported and the same message sent through ``/api/v1`` are stored
+alike. Inbound, one OpenViking message becomes the OpenAI messages workmem stores: its text,
+image and context parts the content, its tool parts an assistant tool call each answered by a
+``tool`` result, with call ids unique within the agent session (``ToolCallIds``). What OpenAI's
+format has no field for rides along in every stored message's ``metadata["openviking"]``: the
+message's labels (its id in the store it came from, peer and turn labels) and, on the message
+that holds its content, the layout of its parts (kinds, tool statuses and ids as sent), so any
+stored message reads back as its parts. Pure: no I/O, no database, no web framework.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Annotated, Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -23,6 +28,25 @@ METADATA_KEY: Final = "openviking"
 """The key under a stored message's ``metadata`` that holds what the OpenAI format cannot."""
 MESSAGE_FIELDS: Final = ("peer_id", "turn_id", "message_kind", "source_message_ids")
 """OpenViking message fields kept beside the message and given back as they were sent."""
+MESSAGE_ID: Final = "message_id"
+"""The label under which a message's id in the store it came from (its ``id``) is kept."""
+
+
+@dataclass(slots=True)
+class ToolCallIds:
+    """Tool-call ids of one agent session. OpenViking's ``tool_id`` is the client's and may
+    repeat (or be empty); model APIs want each call id once per conversation, so a repeat gets
+    a suffix. The id as sent stays in the message's part layout."""
+
+    seen: set[str] = field(default_factory=set)
+
+    def assign(self, tool_id: str, fallback: str) -> str:
+        base = tool_id or fallback
+        candidate, number = base, 2
+        while candidate in self.seen:
+            candidate, number = f"{base}_{number}", number + 1
+        self.seen.add(candidate)
+        return candidate
 
 
 class TextPart(BaseModel):
@@ -71,6 +95,11 @@ class MessageIn(BaseModel):
     """A message as OpenViking's clients send it: ``content`` text, or ``parts`` (which win)."""
 
     role: Literal["user", "assistant"]
+    id: str | None = Field(
+        default=None,
+        max_length=256,
+        description="the message's id in the store it came from (kept, as message_id)",
+    )
     content: str | None = None
     parts: list[Part] | None = None
     created_at: StorableMoment = None
@@ -124,19 +153,15 @@ def _content(parts: Sequence[NonToolPart], role: str) -> str | list[dict[str, An
 
 
 def _tool_messages(
-    tools: Sequence[ToolPart],
+    tools: Sequence[ToolPart], ids: ToolCallIds
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """The tool calls and their results. Call ids must be unique within one message and names
-    non-empty (OpenViking allows an empty or repeated ``tool_id``): such a call gets an id made
-    unique, and the part's own id is given back from the layout."""
+    """The tool calls and their results. Call ids must be unique within the agent session and
+    names non-empty (OpenViking allows an empty or repeated ``tool_id``): such a call gets an id
+    made unique, and the part's own id is given back from the layout."""
     calls: list[dict[str, Any]] = []
     results: list[dict[str, Any]] = []
-    used: set[str] = set()
     for index, part in enumerate(tools):
-        call_id = part.tool_id or f"call_{index}"
-        while call_id in used:
-            call_id = f"{call_id}_{index}"
-        used.add(call_id)
+        call_id = ids.assign(part.tool_id, f"call_{index}")
         arguments = json.dumps(part.tool_input or {}, ensure_ascii=False)
         calls.append(
             {
@@ -149,29 +174,45 @@ def _tool_messages(
     return calls, results
 
 
-def to_openai(message: MessageIn) -> list[dict[str, Any]]:
+def to_openai(
+    message: MessageIn,
+    ids: ToolCallIds | None = None,
+    *,
+    role: str | None = None,
+    labels: Mapping[str, Any] | None = None,
+) -> list[dict[str, Any]]:
     """The OpenAI messages (with our ``metadata`` and ``created_at``) one message becomes.
 
     An assistant message is one message (content and tool calls) plus a result per tool part.
     A user message's tool parts cannot be a user's: they become an assistant tool call and its
     results after the user's text, marked as the user's (OpenViking itself splits such a
-    message into one per tool part).
+    message into one per tool part). ``ids``: the agent session's call ids so far (a fresh set
+    when left out); ``role`` overrides the message's (an imported ``system`` line); ``labels``
+    are kept beside the message's own fields (what an importer read that the API has no field
+    for).
     """
+    ids = ids if ids is not None else ToolCallIds()
     parts: list[NonToolPart | ToolPart] = (
         list(message.parts)
         if message.parts
         else [TextPart(type="text", text=message.content or "")]
     )
-    fields = {name: getattr(message, name) for name in MESSAGE_FIELDS}
-    labels = {name: value for name, value in fields.items() if value is not None}
+    kept_labels: dict[str, Any] = dict(labels or {})
+    if message.id is not None:
+        kept_labels[MESSAGE_ID] = message.id
+    kept_labels.update(
+        (name, getattr(message, name))
+        for name in MESSAGE_FIELDS
+        if getattr(message, name) is not None
+    )
     tools = [part for part in parts if isinstance(part, ToolPart)]
     others = [part for part in parts if not isinstance(part, ToolPart)]
-    role = message.role
+    role = role or message.role
 
     def stored(
         openai: dict[str, Any], layout: Sequence[NonToolPart | ToolPart], extra: Mapping[str, Any]
     ) -> dict[str, Any]:
-        kept: dict[str, Any] = {**labels, **extra}
+        kept: dict[str, Any] = {**kept_labels, **extra}
         if message.parts:
             kept["parts"] = [_layout_entry(part, role) for part in layout]
         return {
@@ -181,9 +222,10 @@ def to_openai(message: MessageIn) -> list[dict[str, Any]]:
         }
 
     def results(items: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-        return [{**item, "created_at": message.created_at} for item in items]
+        metadata = {METADATA_KEY: kept_labels} if kept_labels else None
+        return [{**item, "metadata": metadata, "created_at": message.created_at} for item in items]
 
-    calls, answers = _tool_messages(tools)
+    calls, answers = _tool_messages(tools, ids)
     if role == "assistant":
         head: dict[str, Any] = {"role": "assistant", "content": _content(others, role)}
         if calls:
@@ -191,10 +233,10 @@ def to_openai(message: MessageIn) -> list[dict[str, Any]]:
         return [stored(head, parts, {}), *results(answers)]
     out: list[dict[str, Any]] = []
     if others:
-        out.append(stored({"role": "user", "content": _content(others, role)}, others, {}))
+        out.append(stored({"role": role, "content": _content(others, role)}, others, {}))
     if calls:
         call = {"role": "assistant", "content": None, "tool_calls": calls}
-        out.append(stored(call, tools, {"role": "user"}))
+        out.append(stored(call, tools, {"role": role}))
         out.extend(results(answers))
     return out
 

@@ -1,28 +1,33 @@
 """One line of an OpenViking ``messages.jsonl`` → the OpenAI-format messages it stands for.
 
-Text parts become content; a context part becomes text with its abstract; a tool part (call and
-result together) becomes an assistant ``tool_calls`` entry plus a ``tool`` message with the
-output, its status and bookkeeping kept in metadata. Part order is kept: text after a tool part
-starts a new message after the result. What cannot be converted is kept in metadata and
-reported. Pure: the externalized tool outputs are read through a callback.
+The mapping itself is OpenViking's format module (``app.compat.openviking.parts``), the one the
+compatible API stores through, so an imported line is stored as the same message sent through
+``/api/v1`` would be. What is the importer's own: reading a line as written on disk (times,
+lone surrogates, parts that do not parse, an externalized tool output restored from its file)
+and reporting what it changed or could not convert, kept in the message's metadata too. Pure:
+the externalized tool outputs are read through a callback.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final, cast
 
-from pydantic import ValidationError
+from pydantic import TypeAdapter, ValidationError
 
+from app.compat.openviking.parts import MESSAGE_ID, MessageIn, Part, ToolCallIds, to_openai
 from app.importer.openviking.records import ProblemKind
 from app.sessions.schemas import MessageCreate
 from app.validation import find_unstorable, replace_unstorable
 
+__all__ = ["Converted", "FullOutput", "InvalidLine", "ToolCallIds", "convert_line", "parse_time"]
+
 ROLES: Final = frozenset({"user", "assistant", "system"})
 IMAGE_DETAILS: Final = frozenset({"auto", "low", "high"})
+_PART: Final = TypeAdapter(Part)
 
 FullOutput = Callable[[Mapping[str, Any]], tuple[str | None, str]]
 """For an externalized tool part: the full output, or ``None`` and why it could not be read."""
@@ -35,23 +40,6 @@ class InvalidLine(Exception):
         super().__init__(detail)
         self.kind = kind
         self.detail = detail
-
-
-@dataclass(slots=True)
-class ToolCallIds:
-    """Tool-call ids of one agent session. OpenViking's ``tool_id`` is the client's and may
-    repeat; model APIs want each call id once per conversation, so a repeat gets a suffix (the
-    original stays in the tool message's metadata)."""
-
-    seen: set[str] = field(default_factory=set)
-
-    def assign(self, tool_id: str, fallback: str) -> str:
-        base = tool_id or fallback
-        candidate, number = base, 2
-        while candidate in self.seen:
-            candidate, number = f"{base}_{number}", number + 1
-        self.seen.add(candidate)
-        return candidate
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,121 +63,46 @@ def _json_text(value: object) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
-@dataclass(slots=True)
-class _Builder:
-    """Accumulates the messages of one line in order."""
-
-    role: str
-    base: dict[str, Any]
-    content: list[dict[str, Any]] = field(default_factory=list)
-    calls: list[dict[str, Any]] = field(default_factory=list)
-    results: list[dict[str, Any]] = field(default_factory=list)
-    out: list[dict[str, Any]] = field(default_factory=list)
-
-    def metadata(self, role: str, **extra: Any) -> dict[str, Any]:
-        own = dict(self.base)
-        if role != self.role:
-            own["role"] = self.role
-        return {"openviking": {**own, **extra}}
-
-    def _content(self, role: str) -> str | list[dict[str, Any]] | None:
-        parts = self.content
-        if role != "user":
-            # Only user messages may carry images in a chat request; elsewhere the link is text.
-            parts = [
-                part
-                if part["type"] == "text"
-                else {"type": "text", "text": f"[image: {part['image_url']['url']}]"}
-                for part in parts
-            ]
-        if not parts:
-            return None
-        if len(parts) == 1 and parts[0]["type"] == "text":
-            text: str = parts[0]["text"]
-            return text
-        if role == "system":
-            return "\n".join(part["text"] for part in parts)
-        return parts
-
-    def flush(self) -> None:
-        if self.calls:
-            self.out.append(
-                {
-                    "role": "assistant",
-                    "content": self._content("assistant"),
-                    "tool_calls": self.calls,
-                    "metadata": self.metadata("assistant"),
-                }
-            )
-            self.out.extend(self.results)
-        elif self.content:
-            self.out.append(
-                {
-                    "role": self.role,
-                    "content": self._content(self.role),
-                    "metadata": self.metadata(self.role),
-                }
-            )
-        self.content, self.calls, self.results = [], [], []
-
-    def add_content(self, part: dict[str, Any]) -> None:
-        if self.calls:
-            self.flush()
-        self.content.append(part)
-
-    def add_tool(self, call: dict[str, Any], result: dict[str, Any]) -> None:
-        if self.role != "assistant" and self.content:
-            self.flush()
-        self.calls.append(call)
-        self.results.append(result)
+def _image_part(part: dict[str, Any]) -> dict[str, Any]:
+    """An image part with a detail chat APIs do not know loses the detail, not the image."""
+    image = part.get("image_url")
+    if isinstance(image, dict) and image.get("detail") not in IMAGE_DETAILS:
+        return {**part, "image_url": {k: v for k, v in image.items() if k != "detail"}}
+    return part
 
 
-def _context_text(part: Mapping[str, Any]) -> str:
-    label = " ".join(
-        str(value) for value in ("context", part.get("context_type"), part.get("uri")) if value
-    )
-    abstract = part.get("abstract")
-    return f"[{label}] {abstract}" if isinstance(abstract, str) and abstract else f"[{label}]"
-
-
-def _tool(
-    part: Mapping[str, Any],
+def _tool_part(
+    part: dict[str, Any],
     index: int,
-    builder: _Builder,
-    ids: ToolCallIds,
     full_output: FullOutput,
     problems: list[tuple[ProblemKind, str]],
-) -> None:
-    message_id = builder.base["message_id"]
-    tool_id = part.get("tool_id") if isinstance(part.get("tool_id"), str) else ""
-    name = part.get("tool_name")
-    if not isinstance(name, str) or not name:
+) -> dict[str, Any]:
+    """A tool part as the format reads it: its output text (restored from its file when it was
+    externalized), its input an object, its name present."""
+    part = dict(part)
+    if not isinstance(part.get("tool_name"), str) or not part["tool_name"]:
         problems.append((ProblemKind.INVALID_PART, f"tool part {index} has no tool_name"))
-        name = "unknown_tool"
-    arguments = "{}" if part.get("tool_input") is None else _json_text(part["tool_input"])
-    output = "" if part.get("tool_output") is None else _json_text(part["tool_output"])
-    extra: dict[str, Any] = {
-        key: value
-        for key, value in part.items()
-        if key not in ("type", "tool_input", "tool_output")
-    }
+        part["tool_name"] = ""
+    if not isinstance(part.get("tool_id"), str):
+        part["tool_id"] = ""
+    tool_input = part.get("tool_input")
+    if tool_input is not None and not isinstance(tool_input, dict):
+        problems.append(
+            (ProblemKind.INVALID_PART, f"tool part {index}: tool_input is not an object")
+        )
+        part["tool_input"] = {"arguments": tool_input}
+    output = part.get("tool_output")
+    part["tool_output"] = "" if output is None else _json_text(output)
     if part.get("tool_output_ref"):
         full, why = full_output(part)
-        extra["tool_output_restored"] = full is not None
+        part["tool_output_restored"] = full is not None
         if full is None:
             problems.append((ProblemKind.TOOL_OUTPUT_MISSING, f"tool part {index}: {why}"))
         else:
-            output = full
-    call_id = ids.assign(str(tool_id), f"call_{message_id}_{index}")
-    builder.add_tool(
-        {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}},
-        {
-            "role": "tool",
-            "tool_call_id": call_id,
-            "content": output,
-            "metadata": builder.metadata("tool", part_index=index, **extra),
-        },
-    )
+            part["tool_output"] = full
+    if not isinstance(part.get("tool_status"), str):
+        part.pop("tool_status", None)
+    return part
 
 
 def convert_line(
@@ -224,37 +137,27 @@ def convert_line(
         )
         created_at = fallback_time
     # Every other key (peer_id, turn_id, message_kind, source_message_ids, and any a later
-    # version adds) rides along in metadata.
-    base: dict[str, Any] = {"message_id": message_id}
-    base.update(
+    # version adds) is kept as the message's labels, as the API keeps the fields it knows.
+    labels: dict[str, Any] = {MESSAGE_ID: message_id}
+    labels.update(
         (key, value)
         for key, value in raw.items()
         if key not in ("id", "role", "parts", "created_at")
     )
-    builder = _Builder(str(role), base)
+    read: list[Any] = []
     unknown: list[Any] = []
     tool_parts = 0
     for index, part in enumerate(parts):
         kind = part.get("type") if isinstance(part, dict) else None
-        if kind == "text" and isinstance(part.get("text"), str):
-            builder.add_content({"type": "text", "text": part["text"]})
-        elif kind == "context":
-            builder.add_content({"type": "text", "text": _context_text(part)})
-        elif (
-            kind == "image_url"
-            and isinstance(part.get("image_url"), dict)
-            and isinstance(part["image_url"].get("url"), str)
-            and part["image_url"]["url"]
-        ):
-            image: dict[str, Any] = {"url": part["image_url"]["url"]}
-            if part["image_url"].get("detail") in IMAGE_DETAILS:
-                image["detail"] = part["image_url"]["detail"]
-            builder.add_content({"type": "image_url", "image_url": image})
-        elif kind == "tool":
+        if kind == "tool" and isinstance(part, dict):
             tool_parts += 1
-            _tool(part, index, builder, ids, full_output, problems)
-        else:
-            known = kind in ("text", "image_url")
+            part = _tool_part(part, index, full_output, problems)
+        elif kind == "image_url" and isinstance(part, dict):
+            part = _image_part(part)
+        try:
+            read.append(_PART.validate_python(part))
+        except ValidationError:
+            known = kind in ("text", "image_url", "context", "tool")
             problems.append(
                 (
                     ProblemKind.INVALID_PART if known else ProblemKind.UNKNOWN_PART,
@@ -263,29 +166,32 @@ def convert_line(
                 )
             )
             unknown.append(part)
-    builder.flush()
-    if not builder.out:
-        builder.out.append(
-            {"role": builder.role, "content": "", "metadata": builder.metadata(builder.role)}
-        )
     if unknown:
-        builder.out[0]["metadata"]["openviking"]["unconverted_parts"] = unknown
+        labels["unconverted_parts"] = unknown
+    # Built without validation: a line's role may be one the API does not take (system), and
+    # its labels were kept as read.
+    message = MessageIn.model_construct(
+        role="assistant" if role == "assistant" else "user",
+        content=None if read else "",
+        parts=read or None,
+        created_at=created_at,
+    )
     messages = []
-    for body in builder.out:
+    for body in to_openai(message, ids, role=str(role), labels=labels):
         try:
-            message = MessageCreate.model_validate({**body, "created_at": created_at})
+            created = MessageCreate.model_validate(body)
         except ValidationError as error:
             raise InvalidLine(
                 ProblemKind.INVALID_MESSAGE, f"not a valid chat message: {error.errors()[0]['msg']}"
             ) from error
-        size = len(json.dumps(message.openai_message(), ensure_ascii=False).encode())
+        size = len(json.dumps(created.openai_message(), ensure_ascii=False).encode())
         if size > max_message_bytes:
             problems.append(
                 (
                     ProblemKind.MESSAGE_TOO_LARGE,
-                    f"a {message.role} message of {size} bytes is above WORKMEM_MAX_MESSAGE_BYTES "
+                    f"a {created.role} message of {size} bytes is above WORKMEM_MAX_MESSAGE_BYTES "
                     f"({max_message_bytes}); the session is not imported",
                 )
             )
-        messages.append(message)
+        messages.append(created)
     return Converted(message_id, tuple(messages), tool_parts, tuple(problems))
