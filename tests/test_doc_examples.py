@@ -5,7 +5,8 @@ variables), against ``workmem serve`` on its own embedded database, with ``curl`
 any 4xx/5xx answer — or matches one of the stated reasons it is not (it installs the project, it
 is a template with placeholders, it needs a database role or a benchmark run of minutes, each
 tested elsewhere). A new block that is neither fails the test. Only the address differs: the
-server listens on a free port instead of 8000, and ``~`` is the server's home.
+server listens on a free port instead of 8000, and ``~`` is the server's home; a guide whose
+examples use variables it asks the reader to set (a session, a key) gets them set first.
 """
 
 from __future__ import annotations
@@ -33,12 +34,23 @@ NOT_RUN = {
     "a query as an auditor's database login (the guide's queries run in tests/audit)": re.compile(
         r"^psql ", re.M
     ),
-    "a call on $WORKMEM, $SESSION and a key the reader sets (not yet run here)": re.compile(
-        r"\$WORKMEM\b"
-    ),
     "the benchmark run (minutes; its figures are checked by tests/test_bench_rows.py)": re.compile(
         r"^python bench/run_all\.py", re.M
     ),
+}
+
+# What a guide asks the reader to have set before its examples, set as it says.
+PRELUDES = {
+    "docs/lifecycle.md": f"""
+WORKMEM={ADDRESS}
+WRITER_KEY=$(cat ~/.local/share/workmem/local-api-key)
+H=(-H "Authorization: Bearer $WRITER_KEY" -H 'content-type: application/json')
+SESSION=$(curl -s "${{H[@]}}" -d '{{}}' $WORKMEM/v1/sessions | jq -r .id)
+curl -s "${{H[@]}}" $WORKMEM/v1/sessions/$SESSION/messages:batch -d '{{"messages": [
+  {{"role": "user", "content": "Deploy the fix."}},
+  {{"role": "assistant", "content": "Which environment?"}},
+  {{"role": "user", "content": "Staging. password=hunter2"}}]}}' > /dev/null
+""",
 }
 
 # What the walkthrough's answers must show: the README says what each command gives.
@@ -51,6 +63,7 @@ EXPECTED = {
         "Fix the crash in app/models/user.py. Never touch prod.",  # the pinned message's text
     ),
     "docs/integrations.md": ('"secret":"whsec_',),
+    "docs/lifecycle.md": ('"seq":3', '"already_redacted":false'),
 }
 
 
@@ -98,8 +111,10 @@ def server(user_home: Path) -> Iterator[Server]:
 def test_every_shell_block_is_run_or_says_why_not() -> None:
     blocks = [block for document in DOCUMENTS for block in shell_blocks(document)]
     run = [block for block in blocks if block.reason_not_run() is None]
-    assert all(ADDRESS in block.text for block in run), [
-        f"{block.document}:{block.line}" for block in run if ADDRESS not in block.text
+    assert all(ADDRESS in PRELUDES.get(block.document, block.text) for block in run), [
+        f"{block.document}:{block.line}"
+        for block in run
+        if ADDRESS not in PRELUDES.get(block.document, block.text)
     ]
     assert {block.document for block in run} == set(EXPECTED)
 
@@ -114,6 +129,7 @@ def test_the_readme_says_what_its_commands_need() -> None:
 @pytest.mark.parametrize("document", sorted(EXPECTED))
 def test_the_examples_run_as_written(document: str, server: Server, user_home: Path) -> None:
     parts = ["set -euo pipefail", 'curl() { command curl --fail-with-body --show-error "$@"; }']
+    parts.append(PRELUDES.get(document, "").replace(ADDRESS, server.base_url))
     for block in runnable(document):
         parts.append(f"echo '### {block.document}:{block.line}' >&2")
         parts.append(block.text.replace(ADDRESS, server.base_url))
