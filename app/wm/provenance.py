@@ -53,6 +53,9 @@ _SETTLED: Final = frozenset(
     }
 )
 """Markers of an item already judged: restored, closed, or marked by a trust rule."""
+_MARKED: Final = frozenset(
+    {Marker.UNSOURCED, Marker.CONTRADICTS, Marker.CONFLICTING, Marker.TOOL_SOURCED}
+)
 
 
 def source_key(item: str) -> str:
@@ -336,7 +339,9 @@ def mark_unsourced(
     """
     prior_items = split_items(prior_body)
     protected = {source_key(item) for item in prior_items if is_constraint(item)}
-    carried = {source_key(item) for item in prior_items}
+    # An item the prior held is carried, unless a trust rule had marked it: written again
+    # without its marker, it is judged like a new one.
+    carried = {source_key(item) for item in prior_items if not markers_of(item) & _MARKED}
     established = [strip_markers(item) for item in prior_items if is_constraint(item)]
     pool = set(evidence).union(*(entry.evidence for entry in prior))
     earlier: dict[int, list[str]] = {}
@@ -380,15 +385,23 @@ def mark_unsourced(
         else:
             reasons[index] = reason
     marked: dict[Reason, list[str]] = {}
-    for index, reason in reasons.items():
+    present = {normalise(item) for index, (_, item) in enumerate(items) if index not in reasons}
+    repeated: set[int] = set()
+    for index, reason in sorted(reasons.items()):
         number, item = items[index]
         item = with_marker(_MARKERS[reason], item)
+        marked.setdefault(reason, []).append(item)
+        if normalise(item) in present:
+            # The same plant again: marked once is enough, the copy is left out.
+            repeated.add(index)
+            continue
+        present.add(normalise(item))
         lines[number] = f"- {item}"
         kept[index] = ItemSource(item, kept[index].seqs, authority=kept[index].authority)
-        marked.setdefault(reason, []).append(item)
+    left_out = {items[index][0] for index in repeated}
     return Unsourced(
-        "\n".join(lines),
-        tuple(kept),
+        "\n".join(line for number, line in enumerate(lines) if number not in left_out),
+        tuple(entry for index, entry in enumerate(kept) if index not in repeated),
         {
             reason: sorted(marked[reason], key=lambda line: body.find(strip_markers(line)))[
                 :_LIST_LIMIT
