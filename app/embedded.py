@@ -19,6 +19,7 @@ import contextlib
 import json
 import logging
 import os
+import threading
 import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -148,6 +149,21 @@ class EmbeddedPostgres:
     def postmaster_pid(self) -> int | None:
         return _read_pid(self.data_dir / POSTMASTER_PID)
 
+    def is_running(self) -> bool:
+        """Whether a postmaster serves the data directory now."""
+        pid = self.postmaster_pid
+        return pid is not None and is_postmaster_of(pid, self.data_dir)
+
+    def restart(self) -> None:
+        """Start the cluster again after its postmaster died (or attach to the one another
+        process started meanwhile), repairing what the death left behind first."""
+        with _handle_lock():
+            for repaired in recover(self.data_dir):
+                logger.warning(
+                    "embedded postgres: " + repaired, extra={"data_dir": str(self.data_dir)}
+                )
+            self.server.ensure_postgres_running()
+
     def stop(self) -> None:
         """Let go of the cluster; the last live process using it stops it. Idempotent."""
         if self._stopped:
@@ -193,3 +209,77 @@ def start_embedded(data_dir: Path, *, database: str = DATABASE_NAME) -> Embedded
     embedded.create_database(database)
     logger.info("embedded postgres ready", extra={"data_dir": str(data_dir), "pid": os.getpid()})
     return embedded
+
+
+def restart_delay(attempt: int, *, base_s: float, max_s: float) -> float:
+    """Seconds to wait after failed restart ``attempt`` (1 for the first): doubling, capped."""
+    return min(max_s, base_s * 2.0 ** min(attempt - 1, 32))
+
+
+@dataclass(slots=True)
+class Supervisor:
+    """Watches the embedded cluster from a thread of the serving process: when the postmaster
+    is gone, starts it again, with backoff between failed attempts, and says so in the log.
+
+    Requests meanwhile answer 503 like any database outage; the pool reconnects once the
+    cluster is back.
+    """
+
+    embedded: EmbeddedPostgres
+    poll_s: float = 1.0
+    backoff_base_s: float = 1.0
+    backoff_max_s: float = 30.0
+    restarts: int = 0
+    _stop: threading.Event = field(default_factory=threading.Event, repr=False)
+    _thread: threading.Thread | None = field(default=None, repr=False)
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self.run, name="embedded-postgres", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop watching (before the cluster is let go of, so a stop is not taken for a death)."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=60)
+
+    def run(self) -> None:
+        while not self._stop.wait(self.poll_s):
+            if not self.embedded.is_running():
+                self.recover_cluster()
+
+    def recover_cluster(self) -> None:
+        data_dir = str(self.embedded.data_dir)
+        logger.warning(
+            "embedded postgres: the postmaster is gone; restarting the cluster",
+            extra={"data_dir": data_dir},
+        )
+        attempt = 0
+        while not self._stop.is_set():
+            attempt += 1
+            try:
+                self.embedded.restart()
+            except Exception as error:  # any failure is retried with backoff
+                delay = restart_delay(attempt, base_s=self.backoff_base_s, max_s=self.backoff_max_s)
+                logger.warning(
+                    "embedded postgres: restart failed; trying again",
+                    extra={
+                        "data_dir": data_dir,
+                        "attempt": attempt,
+                        "retry_in_s": delay,
+                        "error_type": type(error).__name__,
+                    },
+                )
+                if self._stop.wait(delay):
+                    return
+                continue
+            self.restarts += 1
+            logger.warning(
+                "embedded postgres: restarted",
+                extra={
+                    "data_dir": data_dir,
+                    "attempts": attempt,
+                    "postmaster_pid": self.embedded.postmaster_pid,
+                },
+            )
+            return

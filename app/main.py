@@ -30,6 +30,7 @@ from app.db import Bounds, Database
 from app.deps import DATABASE, SETTINGS
 from app.errors import Unavailable
 from app.history.endpoints import router as history_router
+from app.lifecycle.endpoints import router as lifecycle_router
 from app.limits.service import LimitConfig, TenantLimits
 from app.memories.dependencies import EMBEDDER
 from app.memories.embedding import Embedder
@@ -192,6 +193,8 @@ def create_app(
     # Pins and history search (DESIGN 18).
     app.include_router(pins_router)
     app.include_router(history_router)
+    # Redaction (the data lifecycle).
+    app.include_router(lifecycle_router)
 
     # The OpenViking-compatible API under /api/v1, with its own envelope errors (and /health).
     install_openviking_api(app, sub_apps)

@@ -5,7 +5,7 @@ Owns the order of a server process's life: the socket is bound before "serving o
 gracefully, then the embedded cluster is let go of, and only then does the process end with the
 signal's own exit status. uvicorn re-raises a caught signal after its shutdown; with the default
 disposition that would end the process before any exit hook stops the cluster. Holds no
-feature logic.
+feature logic. With the embedded cluster, a supervisor thread restarts it if its postmaster dies.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import uvicorn
 from uvicorn.supervisors import Multiprocess
 
 from app.config import Settings
-from app.embedded import EmbeddedPostgres
+from app.embedded import EmbeddedPostgres, Supervisor
 from app.http_guard import ConnectionLimits, protocol_factory
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
@@ -76,6 +76,9 @@ def serve(
     # here, and the process ends below, after the cluster was let go of.
     previous = {signum: signal.signal(signum, remember) for signum in STOP_SIGNALS}
     started = True
+    supervisor = Supervisor(embedded) if embedded is not None else None
+    if supervisor is not None:
+        supervisor.start()
     try:
         if workers == 1:
             server = _Announcing(uvicorn.Config(app_factory(settings), **options), announce)
@@ -91,6 +94,8 @@ def serve(
             announce()
             Multiprocess(config, sockets=[sock]).run()
     finally:
+        if supervisor is not None:
+            supervisor.stop()
         if embedded is not None:
             embedded.stop()
         for signum, handler in previous.items():

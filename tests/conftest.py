@@ -1,4 +1,5 @@
-"""Shared fixtures: one Postgres per run, a migrated database, the app, and tenants with keys.
+"""Shared fixtures: one Postgres per test process (under xdist, per worker), a migrated
+database, the app, and tenants with keys.
 
 API tests commit for real; each test creates its own tenant, so row-level security keeps tests
 apart exactly as it keeps customers apart.

@@ -19,7 +19,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from app.embedded import HANDLE_FILE, POSTMASTER_PID, live_handles, recover
+from app.embedded import HANDLE_FILE, POSTMASTER_PID, live_handles, recover, restart_delay
 from tests.support.clusters import postgres_processes, postmaster_pid, stop_cluster
 from tests.support.servers import Server, workmem_command
 
@@ -191,3 +191,49 @@ def test_a_failed_stop_is_logged_as_a_warning(
         pg_ctl(arguments, pgdata=tmp_path / "no-cluster-here")
     failures = [record for record in caplog.records if record.msg.startswith("Failed")]
     assert [record.levelno for record in failures] == [level]
+
+
+@pytest.mark.parametrize(
+    ("attempt", "delay"),
+    [(1, 1.0), (2, 2.0), (3, 4.0), (5, 16.0), (6, 30.0), (7, 30.0), (500, 30.0)],
+)
+def test_restart_delay_doubles_up_to_its_cap(attempt: int, delay: float) -> None:
+    assert restart_delay(attempt, base_s=1.0, max_s=30.0) == delay
+
+
+@e2e
+def test_serve_restarts_its_cluster_when_the_postmaster_dies(home: Path) -> None:
+    """The postmaster of a running ``workmem serve`` is killed: serve starts the cluster again,
+    says so in its log, and requests succeed again on the data they had."""
+    server = Server(home)
+    server.wait_ready()
+    data_dir = home / "pgdata"
+    key = (home / "local-api-key").read_text().strip()
+    http = httpx.Client(
+        base_url=server.base_url, headers={"Authorization": f"Bearer {key}"}, timeout=10
+    )
+    try:
+        created = http.post("/v1/sessions", json={"external_id": "before-the-crash"})
+        assert created.status_code == 201, created.text
+        killed = postmaster_pid(data_dir)
+        assert killed is not None
+        os.kill(killed, signal.SIGKILL)
+
+        def answers_again() -> bool:
+            try:
+                found = http.get("/v1/sessions", params={"external_id": "before-the-crash"})
+                items: list[object] = found.json()["items"]
+                return found.status_code == 200 and items != []
+            except (httpx.TransportError, ValueError, KeyError):
+                return False
+
+        assert wait_until(answers_again, timeout_s=120), "requests never succeeded again"
+        assert postmaster_pid(data_dir) not in (None, killed)
+        again = http.post("/v1/sessions", json={"external_id": "after-the-crash"})
+        assert again.status_code == 201, again.text
+    finally:
+        http.close()
+        log = server.stop()
+    assert "the postmaster is gone; restarting the cluster" in log
+    assert "embedded postgres: restarted" in log
+    assert wait_until(lambda: running(data_dir) == 0), "the restarted cluster was left running"

@@ -55,6 +55,7 @@ BODIES: dict[tuple[str, str], Any] = {
     },
     ("post", "/api/v1/sessions/{session_id}/commit"): {"keep_recent_count": 0},
     ("post", "/v1/sessions/{agent_session_id}/messages:retract"): {},
+    ("post", "/v1/sessions/{agent_session_id}/messages/{seq}:redact"): {"reason": "a probe"},
     ("post", "/v1/sessions/{agent_session_id}/pins"): {"text": "a probe's pin"},
     ("post", "/v1/webhooks"): {"url": "https://93.184.216.34/hooks", "events": ["archive.done"]},
 }
@@ -88,6 +89,7 @@ class Objects:
             "memory_id": self.memory_id,
             "webhook_id": self.webhook_id,
             "pin_id": self.pin_id,
+            "seq": "1",
         }
 
 
@@ -103,6 +105,7 @@ def missing_values() -> dict[str, str]:
         "memory_id": str(uuid.uuid4()),
         "webhook_id": str(uuid.uuid4()),
         "pin_id": str(uuid.uuid4()),
+        "seq": "1",
     }
 
 

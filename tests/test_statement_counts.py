@@ -105,7 +105,8 @@ async def sessions(counted: Counted) -> list[str]:
         ("/v1/sessions/{id}/context?token_budget=8000&fill=true", 7),
         ("/v1/sessions/{id}/context?token_budget=8000&fill=true&clear_tool_results=1", 7),
         ("/v1/sessions/{id}/pins", 3),
-        ("/v1/sessions/{id}/history/search?q=migration", 3),
+        # The tenant, the agent session, the search's own time bound, the search.
+        ("/v1/sessions/{id}/history/search?q=migration", 4),
         ("/v1/sessions/{id}/messages", 3),
         ("/v1/sessions/{id}/context?token_budget=8000&recall=fix+the+migration", 7),
         ("/v1/memories?limit=50", 2),

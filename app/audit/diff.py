@@ -75,11 +75,27 @@ def word_diff(old: str, new: str) -> tuple[Segment, ...]:
     """Segments that read as ``new`` when ``removed`` ones are skipped, and as ``old`` when
     ``added`` ones are."""
     before, after = old.splitlines(keepends=True), new.splitlines(keepends=True)
-    lines = difflib.SequenceMatcher(None, before, after, autojunk=False)
+    # Lines are matched by their text alone: the last line of a section has no line break
+    # until an APPEND adds a line after it, and it is the same line all the same.
+    lines = difflib.SequenceMatcher(
+        None, [_text(line) for line in before], [_text(line) for line in after], autojunk=False
+    )
     out = _Segments()
     for tag, i1, i2, j1, j2 in lines.get_opcodes():
         if tag == "equal":
-            out.add("same", "".join(before[i1:i2]))
+            for was, now in zip(before[i1:i2], after[j1:j2], strict=True):
+                text = _text(now)
+                out.add("same", text)
+                if was[len(text) :] == now[len(text) :]:
+                    out.add("same", now[len(text) :])
+                else:
+                    out.add("removed", was[len(text) :])
+                    out.add("added", now[len(text) :])
         else:
             _changed_passage(out, "".join(before[i1:i2]), "".join(after[j1:j2]))
     return tuple(out.items)
+
+
+def _text(line: str) -> str:
+    """A line without its line break."""
+    return line.rstrip("\r\n")

@@ -285,7 +285,11 @@ async def archive_messages(
     after_seq: Annotated[int, Query(ge=0, le=SEQ_MAX)] = 0,
 ) -> Response:
     async with database.tenant(principal.tenant_id) as db:
-        expanded = await AuditService(db, principal).messages(
+        found = await AuditService(db, principal).messages(
             agent_session_id, archive_seq, after_seq=after_seq, limit=MESSAGES_PAGE
         )
-    return render(request, "messages.html", {"expanded": expanded})
+    return render(
+        request,
+        "messages.html",
+        {"expanded": found.expanded, "agent_session": found.agent_session},
+    )

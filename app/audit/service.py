@@ -68,6 +68,14 @@ class ArchiveDetail:
 
 
 @dataclass(frozen=True, slots=True)
+class RawMessages:
+    """A page of an archive's raw messages, and the agent session they belong to."""
+
+    agent_session: AgentSession
+    expanded: ExpandedArchive
+
+
+@dataclass(frozen=True, slots=True)
 class Search:
     agent_session: AgentSession
     needle: str
@@ -159,10 +167,12 @@ class AuditService:
 
     async def messages(
         self, agent_session_id: uuid.UUID, archive_seq: int, *, after_seq: int, limit: int
-    ) -> ExpandedArchive:
-        return await self.archives.expand(
+    ) -> RawMessages:
+        agent_session = await self.agent_sessions.get(agent_session_id)
+        expanded = await self.archives.expand(
             agent_session_id, archive_seq, after_seq=after_seq, limit=limit
         )
+        return RawMessages(agent_session, expanded)
 
     async def search(self, agent_session_id: uuid.UUID, needle: str) -> Search:
         agent_session = await self.agent_sessions.get(agent_session_id)

@@ -129,3 +129,24 @@ class MessageRetraction(Base):
     agent_session_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True)
     seq: Mapped[int] = mapped_column(BigInteger, primary_key=True)
     retracted_at: Mapped[CreatedAt]
+
+
+class MessageRedaction(Base):
+    """A message whose content was replaced by ``[redacted]``: who (the key), when and why.
+    Holds no content of its own."""
+
+    __tablename__ = "message_redactions"
+    __table_args__ = (
+        ForeignKeyConstraint(
+            ["tenant_id", "agent_session_id", "seq"],
+            ["messages.tenant_id", "messages.agent_session_id", "messages.seq"],
+            ondelete="CASCADE",
+        ),
+    )
+
+    tenant_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True)
+    agent_session_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True)
+    seq: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    redacted_by: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True))
+    reason: Mapped[str | None] = mapped_column(Text)
+    redacted_at: Mapped[CreatedAt]

@@ -26,6 +26,10 @@ class StoredMessage:
     token_count: int
     metadata: Mapping[str, Any] | None
     created_at: datetime
+    retracted_at: datetime | None = None
+    """When its agent retracted it (left out of the context), if it did."""
+    redacted_at: datetime | None = None
+    """When its content was replaced by ``[redacted]``, if it was."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,7 +23,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.db import token_for
 from app.errors import QuotaExceeded
 from app.metrics import LIMITED
-from app.models import AgentSession, Archive, Message, MessageRetraction
+from app.models import AgentSession, Archive, Message, MessageRedaction, MessageRetraction
 from app.sessions.records import NewestArchive, StoredMessage
 from app.tenancy.principal import Scope
 
@@ -304,6 +304,23 @@ _STORED_COLUMNS = (
     Message.token_count,
     Message.metadata_,
     Message.created_at,
+    # Each read marks what was retracted or redacted (a primary-key lookup per message).
+    select(MessageRetraction.retracted_at)
+    .where(
+        MessageRetraction.tenant_id == Message.tenant_id,
+        MessageRetraction.agent_session_id == Message.agent_session_id,
+        MessageRetraction.seq == Message.seq,
+    )
+    .correlate(Message)
+    .scalar_subquery(),
+    select(MessageRedaction.redacted_at)
+    .where(
+        MessageRedaction.tenant_id == Message.tenant_id,
+        MessageRedaction.agent_session_id == Message.agent_session_id,
+        MessageRedaction.seq == Message.seq,
+    )
+    .correlate(Message)
+    .scalar_subquery(),
 )
 
 

@@ -211,6 +211,14 @@ class MessageRead(BaseModel):
     metadata: dict[str, Any] | None
     created_at: datetime
     archived: bool
+    retracted_at: datetime | None = Field(
+        default=None,
+        description="when its agent retracted it: left out of the context; null if it was not",
+    )
+    redacted_at: datetime | None = Field(
+        default=None,
+        description="when its content was replaced by [redacted]; null if it was not",
+    )
 
     @classmethod
     def from_stored(cls, stored: StoredMessage, *, archived_upto_seq: int) -> MessageRead:
@@ -223,6 +231,8 @@ class MessageRead(BaseModel):
             metadata=None if stored.metadata is None else dict(stored.metadata),
             created_at=stored.created_at,
             archived=stored.seq <= archived_upto_seq,
+            retracted_at=stored.retracted_at,
+            redacted_at=stored.redacted_at,
         )
 
 

@@ -4,9 +4,17 @@ worker's archive is claimable again within one lease, not five minutes."""
 from __future__ import annotations
 
 import asyncio
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+
+from sqlalchemy import text
 
 from app.archives import queue
+from app.archives.generation import Generated
 from app.archives.worker import ArchiveWorker, WorkerConfig
+from app.archives.working_memory import WorkingMemory
 from app.db import Database
 from tests.conftest import AppFactory, TenantKeys, make_tenant
 from tests.support.api import append, commit, create_session, user
@@ -30,11 +38,55 @@ def test_the_heartbeat_beats_three_times_a_lease() -> None:
     assert SHORT.heartbeat_s == 0.5
 
 
+class OutlivingItsLease(RecordingGenerator):
+    """A job that returns only once the lease it was claimed with has passed (as the database
+    tells time), so only the heartbeat's renewals can have kept the archive its own."""
+
+    def __init__(self, database: Database, tenant_id: uuid.UUID) -> None:
+        super().__init__()
+        self.database = database
+        self.tenant_id = tenant_id
+        self.renewals = 0
+
+    async def generate(
+        self,
+        prior: WorkingMemory,
+        messages: Sequence[Mapping[str, object]],
+        *,
+        seqs: Sequence[int] | None = None,
+        pins: Sequence[str] = (),
+        pinned_seqs: frozenset[int] = frozenset(),
+    ) -> Generated:
+        first = last = await self.lease_until()
+        deadline = time.monotonic() + 60
+        while True:
+            async with self.database.tenant(self.tenant_id) as db:
+                passed = await db.scalar(text("SELECT now() > :first"), {"first": first})
+            current = await self.lease_until()
+            if current != last:
+                self.renewals += 1
+                last = current
+            if passed:
+                break
+            assert time.monotonic() < deadline, "the first lease never ran out"
+            await asyncio.sleep(0.05)
+        return await super().generate(
+            prior, messages, seqs=seqs, pins=pins, pinned_seqs=pinned_seqs
+        )
+
+    async def lease_until(self) -> datetime:
+        async with self.database.tenant(self.tenant_id) as db:
+            until = await db.scalar(text("SELECT lease_until FROM archives"))
+        assert isinstance(until, datetime)
+        return until
+
+
 async def test_a_job_longer_than_its_lease_keeps_its_archive(
     own_database: Database, app_client: AppFactory
 ) -> None:
     keys = await one_archive(own_database, app_client)
-    slow = ArchiveWorker(own_database, RecordingGenerator(delay_s=SHORT.lease_s * 3), SHORT)
+    long_job = OutlivingItsLease(own_database, keys.tenant_id)
+    slow = ArchiveWorker(own_database, long_job, SHORT)
     other = ArchiveWorker(own_database, RecordingGenerator(), SHORT)
     job = asyncio.create_task(slow.run_once())
     while (await archive_rows(own_database, keys.tenant_id))[0]["status"] != "running":  # noqa: ASYNC110 - polling the database
@@ -46,6 +98,7 @@ async def test_a_job_longer_than_its_lease_keeps_its_archive(
             stolen.append(claim)
         await asyncio.sleep(0.1)
     assert (await job) is not None
+    assert long_job.renewals >= 1, "the heartbeat renewed the lease"
     assert stolen == [], "the renewed lease was never claimable"
     [row] = await archive_rows(own_database, keys.tenant_id)
     assert (row["status"], row["attempt"]) == ("done", 1)

@@ -9,8 +9,10 @@ consolidation that loses its anchors. Tenant B has one agent session, to prove i
 
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -242,3 +244,36 @@ async def build(database: Database, url: str, settings: Settings) -> AuditData:
         other_session = await _session(http, other, "other", len(OTHER_SCRIPT))
     assert chat.remaining == 0, "every scripted reply was used"
     return AuditData(url, tenant, other, billing, support, other_session)
+
+
+def session_with(
+    data: AuditData, external_id: str, script: list[ScriptStep]
+) -> tuple[TenantKeys, str]:
+    """An agent session committed for real with its own scripted model, in a tenant of its own
+    (the other tests count tenant A's archives)."""
+
+    async def work() -> tuple[TenantKeys, str]:
+        database = Database.from_url(data.url, pool_size=2)
+        chat = ScriptedChatModel(script)
+        app = create_app(
+            Settings(database_url=data.url, worker_enabled=False),
+            database=database,
+            generator=WorkingMemoryGenerator(chat, fallback="none"),
+        )
+        try:
+            async with (
+                LifespanManager(app) as manager,
+                httpx.AsyncClient(
+                    transport=httpx.ASGITransport(app=manager.app), base_url="http://workmem.test"
+                ) as http,
+            ):
+                keys = await make_tenant(database, external_id)
+                made = await _session(http, keys, external_id, len(script))
+        finally:
+            await database.dispose()
+        assert chat.remaining == 0, "every scripted reply was used"
+        return keys, made
+
+    # Its own event loop, in a thread: the caller may be inside a running one.
+    with ThreadPoolExecutor(max_workers=1) as thread:
+        return thread.submit(asyncio.run, work()).result()

@@ -10,14 +10,47 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
+from app.llm.fakes import tool_call
 from tests.audit.browser import CHROMIUM_ARGS, ServedDatabase, require_chromium
-from tests.audit.fixtures import AuditData
+from tests.audit.fixtures import AuditData, append_items, created, keep_all, session_with
+from tests.conftest import TenantKeys
 
 pytestmark = pytest.mark.e2e
 
 
+# One line in Key Facts (the last line of a section carries no line break), then an APPEND of
+# four items: the first line is unchanged, and must not read as removed and added again.
+APPENDED_SCRIPT = [
+    created(
+        "# Working Memory\n\n## Session Title\nDocs pass\n\n## Current State\nStarted.\n\n"
+        "## Task & Goals\n- Write the guides\n\n## Key Facts & Decisions\n- The guides are in "
+        "docs\n\n## Files & Context\n\n## Errors & Corrections\n\n## Open Issues\n"
+    ),
+    tool_call(
+        keep_all(
+            KEY_FACTS=append_items(
+                "Examples run as written",
+                "Every page works offline",
+                "The landing page links the docs",
+                "Errors are one line",
+            )
+        )
+    ),
+]
+
+
 @pytest.fixture(scope="module")
-def server(audit_data: AuditData, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def appended(audit_data: AuditData) -> tuple[TenantKeys, str]:
+    """An agent session (in a tenant of its own) whose second archive appends to Key Facts."""
+    return session_with(audit_data, "docs-pass", APPENDED_SCRIPT)
+
+
+@pytest.fixture(scope="module")
+def server(
+    audit_data: AuditData,
+    appended: tuple[TenantKeys, str],
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[str]:
     served = ServedDatabase(audit_data.url, tmp_path_factory.mktemp("ui-serve"))
     try:
         served.wait_ready()
@@ -123,4 +156,37 @@ def test_another_tenant_sees_none_of_it(
         assert response.status == 404, path
         expect(page.get_by_role("heading", name="Not found")).to_be_visible()
         assert "on-call" not in page.content()
+    context.close()
+
+
+def test_an_append_a_caption_and_the_breadcrumb_read_right(
+    browser: Browser, server: str, appended: tuple[TenantKeys, str]
+) -> None:
+    keys, agent_session_id = appended
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    sign_in(page, server, keys.reader)
+
+    # A caption is the table's title, above its header row, not a row under it.
+    caption = page.locator("table.stack caption")
+    header = page.locator("table.stack thead")
+    expect(caption).to_have_text("Agent sessions of your tenant, oldest first")
+    caption_box, header_box = caption.bounding_box(), header.bounding_box()
+    assert caption_box is not None
+    assert header_box is not None
+    assert caption_box["y"] + caption_box["height"] <= header_box["y"] + 1
+    assert caption.evaluate("e => getComputedStyle(e).display") == "table-caption"
+
+    page.goto(f"{server}/ui/sessions/{agent_session_id}/archives/2")
+    facts = page.locator("section", has=page.get_by_role("heading", name="Key Facts & Decisions"))
+    expect(facts.locator("ins", has_text="Examples run as written")).to_be_visible()
+    expect(facts.get_by_text("The guides are in docs")).to_be_visible()
+    expect(facts.locator("del")).to_have_count(0)
+
+    page.get_by_role("link", name="read the raw messages").click()
+    crumbs = page.get_by_role("navigation", name="Breadcrumb")
+    expect(crumbs.get_by_role("link", name="docs-pass")).to_be_visible()
+    expect(crumbs.get_by_role("link", name="Agent session", exact=True)).to_have_count(0)
+    crumbs.get_by_role("link", name="docs-pass").click()
+    expect(page.get_by_role("heading", name="Agent session docs-pass")).to_be_visible()
     context.close()

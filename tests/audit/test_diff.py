@@ -32,6 +32,19 @@ def marked(segments: tuple[Segment, ...]) -> str:
             "- app/a.py\n- [-app/b.py][+app/c.py]",
         ),
         ("a  b", "a b", "a[-  ][+ ]b"),
+        # an APPEND after a last line without a line break: that line is unchanged
+        (
+            "- a",
+            "- a\n- b\n- c long words here\n- d more words\n- e",
+            "- a[+\n- b\n- c long words here\n- d more words\n- e]",
+        ),
+        (
+            "- Goal: fix it\n- Never touch prod",
+            "- Goal: fix it\n- Never touch prod\n- Use tabs\n- Keep the API\n- Ship by Friday",
+            "- Goal: fix it\n- Never touch prod[+\n- Use tabs\n- Keep the API\n- Ship by Friday]",
+        ),
+        ("- a\n", "- a", "- a[-\n]"),
+        ("- a\r\n- b", "- a\n- b", "- a[-\r\n][+\n]- b"),
         ("<b>x</b> & y", "<b>x</b> & z", "<b>x</b> & [-y][+z]"),
     ],
 )

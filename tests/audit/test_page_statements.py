@@ -44,7 +44,8 @@ async def counted(
         ("/ui/sessions", 2),
         ("/ui/sessions/{id}", 4),
         ("/ui/sessions/{id}/archives/2", 6),  # the messages its items cite, in one read
-        ("/ui/sessions/{id}/archives/2/messages", 5),  # expand lists the archive's memories too
+        # expand lists the archive's memories too; the agent session names the breadcrumb
+        ("/ui/sessions/{id}/archives/2/messages", 6),
         ("/ui/sessions/{id}/search?q=refund", 3),
     ],
 )

@@ -241,6 +241,7 @@ async def test_rls_is_forced_on_every_tenant_table(admin_database: Database) -> 
             "auditor_logins",
             "memories",
             "memory_events",
+            "message_redactions",
             "message_retractions",
             "pin_events",
             "pins",

@@ -56,6 +56,13 @@ class MessageRead(BaseModel):
     metadata: dict[str, Any] | None
     created_at: datetime
     archived: bool
+    retracted_at: datetime | None = Field(
+        default=None,
+        description="when its agent retracted it: left out of the context; null if it was not",
+    )
+    redacted_at: datetime | None = Field(
+        default=None, description="when its content was replaced by [redacted]; null if it was not"
+    )
 
 
 class AppendResult(BaseModel):
@@ -228,6 +235,10 @@ class ItemSourceRead(BaseModel):
     evidence: list[int] | None = Field(
         default=None,
         description="Task & Goals constraints: the user messages among seqs that state it",
+    )
+    authority: list[str] | None = Field(
+        default=None,
+        description="who its sources are: user, system, pin, assistant, tool (a constraint or goal from assistant or tool messages only is not an instruction)",
     )
 
 

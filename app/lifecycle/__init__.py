@@ -1,0 +1,1 @@
+"""The data lifecycle: redacting a message everywhere it is stored or indexed."""
