@@ -30,7 +30,7 @@ from app.wm.recovery import RecoveryPath, recover_arguments, recover_document
 from app.wm.references import SeqRange
 from app.wm.schema import CREATE_TOOL, UPDATE_TOOL
 from app.wm.sections import Section, empty_sections, parse, render
-from app.wm.source import Shadow
+from app.wm.source import Shadow, refused_items
 from app.wm.thresholds import DEFAULT_CONFIG, GuardConfig, size_warnings
 from app.wm.tokens import count_tokens, message_text
 
@@ -239,7 +239,9 @@ class WorkingMemoryGenerator:
             for entry in entries
             if entry.seqs
         }
-        return Shadow(result.sections, cited)
+        return Shadow(
+            result.sections, cited, refused_items(prior.sections.get(Section.TASK_AND_GOALS, ""))
+        )
 
     def _offline(
         self,

@@ -120,12 +120,28 @@ def eval_command(
         str | None, typer.Option(help="evaluate a running server (default: a throwaway database)")
     ] = None,
     key: Annotated[str | None, typer.Option(help="API key (writer) for --url")] = None,
+    adversary: Annotated[
+        str | None,
+        typer.Option(
+            help="run the adversary evaluation instead: an attack class, several "
+            "comma-separated, or all"
+        ),
+    ] = None,
 ) -> None:
     """The retention evaluation: replay every conversation of the shared datasets, then score
-    the context (default and filled) against truncation at each budget."""
+    the context (default and filled) against truncation at each budget. With --adversary, each
+    attack class's hostile model instead: attacks made, caught, protected items lost."""
     from rich.console import Console
 
-    from app.replay.commands import CommandFailed, EvalRequest, dumped, parse_budgets, run_eval
+    from app.replay.commands import (
+        CommandFailed,
+        EvalRequest,
+        adversary_classes,
+        dumped,
+        parse_budgets,
+        run_adversary_eval,
+        run_eval,
+    )
     from app.replay.datasets import default_datasets_dir
     from app.replay.evaluation import EvalOptions
     from app.replay.run import Schedule
@@ -145,12 +161,21 @@ def eval_command(
             limit=limit,
             target=None if url is None or key is None else ServiceTarget(url, key),
         )
-        result = run_eval(request, Settings(), console, markdown_out)
+        if adversary is not None:
+            result = run_adversary_eval(
+                request, adversary_classes(adversary), Settings(), console, markdown_out
+            )
+        else:
+            result = run_eval(request, Settings(), console, markdown_out)
     except CommandFailed as error:
         raise fail(error.message, error.code) from None
     if json_out is not None:
         json_out.write_text(dumped(result) + "\n")
     else:
         typer.echo(dumped(result))
-    if not all(target["pass"] for target in result["targets"]):
+    if adversary is not None:
+        tallies = [t for by_set in result["classes"].values() for t in by_set.values()]
+        if any(t["caught"] < t["attacks"] or t["lost"] for t in tallies):
+            console.print("adversary: some attacks got through (see 'missed')", highlight=False)
+    elif not all(target["pass"] for target in result["targets"]):
         console.print("evaluation: some targets are not met (see 'targets')", highlight=False)

@@ -20,7 +20,9 @@ import httpx
 from rich.console import Console
 
 from app.config import Settings
+from app.llm.adversary import AttackClass
 from app.replay import formats, report
+from app.replay.adversary import AdversaryRun, run_adversary
 from app.replay.console import ReplayProgress, render_replayed
 from app.replay.evaluation import EvalOptions
 from app.replay.run import ReplayError, Schedule, replay
@@ -166,6 +168,50 @@ def run_eval(
     if markdown is not None:
         markdown.write_text(report.as_markdown(run.results, budgets, f"Retention ({generator})"))
     return report.as_json(run.results, budgets, run.header(generator, request.options))
+
+
+def adversary_classes(text: str) -> list[AttackClass]:
+    """``all`` or comma-separated attack class names."""
+    if text.strip() == "all":
+        return list(AttackClass)
+    try:
+        return [AttackClass(part.strip()) for part in text.split(",") if part.strip()]
+    except ValueError:
+        known = ", ".join(kind.value for kind in AttackClass)
+        raise CommandFailed(f"--adversary takes all or one or more of: {known}") from None
+
+
+def run_adversary_eval(
+    request: EvalRequest,
+    classes: list[AttackClass],
+    settings: Settings,
+    console: Console,
+    markdown: Path | None,
+) -> dict[str, Any]:
+    """The adversary evaluation's JSON document (and its table written to ``markdown``)."""
+    if request.target is not None:
+        raise CommandFailed("--adversary runs its own service in this process: drop --url")
+    if not classes:
+        raise CommandFailed("--adversary names no attack class")
+
+    async def work() -> AdversaryRun:
+        return await run_adversary(
+            settings,
+            request.root,
+            classes,
+            console,
+            schedule=request.options.schedule,
+            sets=request.sets,
+            limit=request.limit,
+        )
+
+    try:
+        run = asyncio.run(work())
+    except (NoDatasets, ReplayError) as error:
+        raise CommandFailed(str(error), code=1) from None
+    if markdown is not None:
+        markdown.write_text(run.as_markdown())
+    return run.as_json()
 
 
 def dumped(document: dict[str, Any]) -> str:

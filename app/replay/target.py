@@ -7,6 +7,8 @@ Never decides what is sent.
 
 from __future__ import annotations
 
+import os
+import secrets
 import tempfile
 import warnings
 from collections.abc import AsyncIterator
@@ -17,8 +19,9 @@ from typing import Final
 
 import httpx
 
+from app.archives.generation import WorkingMemoryGenerator
 from app.config import Settings
-from app.db import Database, login_url, normalize_url
+from app.db import SERVICE_KEY_VARIABLE, Database, login_url, normalize_url
 from app.tenancy import service as tenancy
 from app.tenancy.principal import Role
 
@@ -87,12 +90,15 @@ async def remote(target: ServiceTarget) -> AsyncIterator[httpx.AsyncClient]:
 
 
 @asynccontextmanager
-async def in_process(settings: Settings, api_key: str) -> AsyncIterator[httpx.AsyncClient]:
+async def in_process(
+    settings: Settings, api_key: str, *, generator: WorkingMemoryGenerator | None = None
+) -> AsyncIterator[httpx.AsyncClient]:
     """The app on ``settings.database_url``, in this process, without its background worker:
-    a commit that waits processes its archive in the request."""
+    a commit that waits processes its archive in the request. ``generator`` replaces the one
+    the settings choose (the adversary evaluation's hostile models)."""
     from app.main import create_app
 
-    app = create_app(settings.model_copy(update={"worker_enabled": False}))
+    app = create_app(settings.model_copy(update={"worker_enabled": False}), generator=generator)
     async with (
         app.router.lifespan_context(app),
         httpx.AsyncClient(
@@ -128,6 +134,9 @@ async def throwaway_database() -> AsyncIterator[ThrowawayDatabase]:
         try:
             server.psql('CREATE DATABASE "workmem";')
             admin = normalize_url(str(server.get_uri("workmem")))
+            # Creating the tenant is work across tenants: it takes the service key, which the
+            # migration registers and every connection of this process then carries.
+            os.environ.setdefault(SERVICE_KEY_VARIABLE, secrets.token_urlsafe(32))
             migrations.upgrade(admin)
             app_url = login_url(admin)
             database = Database.from_url(app_url, pool_size=2)

@@ -293,15 +293,19 @@ def _verdict(
     established: Sequence[str],
     found: Seqs,
     evidence: Mapping[int, str],
+    earlier: Mapping[int, Sequence[str]],
 ) -> Reason | None:
-    """Why a new Task & Goals constraint is not the user's to keep, or None when it is."""
+    """Why a new Task & Goals constraint is not the user's to keep, or None when it is.
+
+    A cited message of an earlier archive is read through the prior constraints it is the
+    evidence of (their text is what is known of it here)."""
     if any(opposes(text, other) for other in established):
         return Reason.CONFLICTING_CONSTRAINT
     if not found:
         return Reason.UNSOURCED_CONSTRAINT
     said = [evidence[seq] for seq in found if seq in evidence]
-    if not said:
-        return None
+    # Every seq found is one of this archive's (``evidence``) or a prior constraint's evidence.
+    said += [text for seq in found if seq not in evidence for text in earlier.get(seq, ())]
     sentences = _sentences(said)
     if any(inverts(text, one) for one in sentences) and not any(
         same_claim(text, one) for one in sentences
@@ -335,6 +339,10 @@ def mark_unsourced(
     carried = {source_key(item) for item in prior_items}
     established = [strip_markers(item) for item in prior_items if is_constraint(item)]
     pool = set(evidence).union(*(entry.evidence for entry in prior))
+    earlier: dict[int, list[str]] = {}
+    for entry in prior:
+        for seq in entry.evidence:
+            earlier.setdefault(seq, []).append(strip_markers(entry.item))
     items: list[tuple[int, str]] = []
     lines = body.splitlines()
     for number, line in enumerate(lines):
@@ -363,7 +371,7 @@ def mark_unsourced(
         elif not constraint:
             continue
         else:
-            reason = _verdict(strip_markers(item), established, found, evidence)
+            reason = _verdict(strip_markers(item), established, found, evidence, earlier)
         if reason is None:
             kept[index] = replace(
                 entry, seqs=normalised_seqs([*entry.seqs, *found]), evidence=found

@@ -23,10 +23,14 @@ from app.wm.paths import find_paths
 from app.wm.provenance import ItemSource, Provenance, authority_of, source_key
 from app.wm.reasons import Reason
 from app.wm.sections import Section
-from app.wm.support import same_claim, supported
+from app.wm.support import content_words, overlap, same_claim
 
-_CLOSED: Final = frozenset({Marker.RESOLVED, Marker.DONE, Marker.LIFTED, Marker.RESTORED})
-"""Open items not watched: closed, or restored once already (guard F gives an item back once)."""
+UNTRUSTED: Final = frozenset(
+    {Marker.UNSOURCED, Marker.CONTRADICTS, Marker.CONFLICTING, Marker.TOOL_SOURCED}
+)
+"""Markers of the trust rules: an item under one is not the user's."""
+_CLOSED: Final = frozenset({Marker.RESOLVED, Marker.DONE, Marker.LIFTED})
+"""Open items not watched: closed ones."""
 _LIST_LIMIT: Final = 50
 _GOAL: Final = "Goal:"
 
@@ -38,13 +42,29 @@ class Shadow:
 
     sections: Mapping[Section, str]
     cited: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
+    refused: frozenset[str] = frozenset()
+    """Items (by ``source_key``) the trust rules marked in the prior: the extractor carries
+    them like any item, but the shadow never gives one back as the user's."""
 
 
 Same = Callable[[str, str], bool]
 
 
+PARAPHRASE_MIN_OVERLAP: Final = 0.8
+"""An error line or open item is kept by another item holding at least 80 % of its content
+words: two errors of the same call share most of their words, and each must stay."""
+
+
+PARAPHRASE_MIN_WORDS: Final = 3
+"""An item of fewer content words is kept by its first 40 characters only ("Question from Ann:
+How about you?" has two, which every question of Ann's shares)."""
+
+
 def _worded(item: str, other: str) -> bool:
-    return supported(item, [other])
+    return (
+        len(content_words(item)) >= PARAPHRASE_MIN_WORDS
+        and overlap(item, [other]) >= PARAPHRASE_MIN_OVERLAP
+    )
 
 
 def _held(item: str, body: str, same: Same) -> bool:
@@ -64,18 +84,20 @@ def _missing(body: str, watched: list[str], marker: Marker | None, same: Same) -
     return restored
 
 
-def _task(body: str, shadow: str, ctx: GuardContext) -> list[str]:
+def _task(body: str, shadow: str, ctx: GuardContext, source: Shadow) -> list[str]:
     """The shadow's constraints the body lacks. A ``Goal: …`` line is the task, not a
     constraint, even when it repeats one: the user's sentence is watched on its own line."""
     watched = [
         item
         for item in split_items(shadow)
-        if is_constraint(item) and not strip_markers(item).startswith(_GOAL)
+        if is_constraint(item)
+        and not strip_markers(item).startswith(_GOAL)
+        and source_key(item) not in source.refused
     ]
     return _missing(body, watched, Marker.KEPT_CONSTRAINT, same_claim)
 
 
-def _files(body: str, shadow: str, ctx: GuardContext) -> list[str]:
+def _files(body: str, shadow: str, ctx: GuardContext, source: Shadow) -> list[str]:
     have = set(find_paths(body))
     restored: list[str] = []
     for item in split_items(shadow):
@@ -86,12 +108,20 @@ def _files(body: str, shadow: str, ctx: GuardContext) -> list[str]:
     return restored
 
 
-def _errors(body: str, shadow: str, ctx: GuardContext) -> list[str]:
+def _errors(body: str, shadow: str, ctx: GuardContext, source: Shadow) -> list[str]:
     return _missing(body, split_items(shadow), None, _worded)
 
 
-def _open_issues(body: str, shadow: str, ctx: GuardContext) -> list[str]:
-    watched = [item for item in split_items(shadow) if not markers_of(item) & _CLOSED]
+def _open_issues(body: str, shadow: str, ctx: GuardContext, source: Shadow) -> list[str]:
+    """The shadow's open items the body lacks. One guard F gave back once already comes back
+    again only when messages raised it (it has sources): an item no message gave keeps guard F's
+    once-only rule."""
+    watched = [
+        item
+        for item in split_items(shadow)
+        if not markers_of(item) & _CLOSED
+        and (Marker.RESTORED not in markers_of(item) or source.cited.get(source_key(item)))
+    ]
     return _missing(body, watched, Marker.RESTORED, _worded)
 
 
@@ -99,7 +129,7 @@ def _dates(text: str) -> set[str]:
     return {span.key for span in anchor_spans(text) if span.kind == "date"}
 
 
-def _key_facts(body: str, shadow: str, ctx: GuardContext) -> list[str]:
+def _key_facts(body: str, shadow: str, ctx: GuardContext, source: Shadow) -> list[str]:
     have = _dates(body)
     wanted: list[str] = []
     for item in split_items(without_sentinel(shadow)):
@@ -115,7 +145,7 @@ def _key_facts(body: str, shadow: str, ctx: GuardContext) -> list[str]:
     return list(verdict.op.items)
 
 
-SourceRule = Callable[[str, str, GuardContext], list[str]]
+SourceRule = Callable[[str, str, GuardContext, "Shadow"], list[str]]
 
 SOURCE_RULES: Final[dict[Section, SourceRule]] = {
     Section.TASK_AND_GOALS: _task,
@@ -126,16 +156,16 @@ SOURCE_RULES: Final[dict[Section, SourceRule]] = {
 }
 
 
-_UNTRUSTED: Final = frozenset(
-    {Marker.UNSOURCED, Marker.CONTRADICTS, Marker.CONFLICTING, Marker.TOOL_SOURCED}
-)
+def refused_items(task: str) -> frozenset[str]:
+    """The ``source_key`` of every Task & Goals item a trust rule marked."""
+    return frozenset(source_key(item) for item in split_items(task) if markers_of(item) & UNTRUSTED)
 
 
 def restore_trusted(body: str, shadow: Shadow, ctx: GuardContext) -> list[str]:
     """The shadow's constraints that Task & Goals lacks once its items the trust rules marked
     are left aside (a user's constraint cited to the wrong message is marked, and must not stand
     in for the user's)."""
-    trusted = "\n".join(line for line in body.splitlines() if not markers_of(line) & _UNTRUSTED)
+    trusted = "\n".join(line for line in body.splitlines() if not markers_of(line) & UNTRUSTED)
     return restore_from_source(Section.TASK_AND_GOALS, trusted, shadow, ctx)
 
 
@@ -169,4 +199,4 @@ def restore_from_source(
     shadow_body = shadow.sections.get(section, "").strip()
     if rule is None or not shadow_body:
         return []
-    return rule(body, shadow_body, ctx)[:_LIST_LIMIT]
+    return rule(body, shadow_body, ctx, shadow)[:_LIST_LIMIT]

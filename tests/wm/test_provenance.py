@@ -212,16 +212,26 @@ def test_a_lifted_constraint_reinstated_without_the_users_words_is_unsourced() -
 
 
 def test_the_evidence_of_the_prior_counts_for_a_rephrased_constraint() -> None:
+    """A message of an earlier archive is read through the prior constraint it is evidence of:
+    a rephrasing that holds its words is the user's; an item that only cites it is not."""
     prior = (ItemSource("Never deploy on Fridays", (2, 3), (2,)),)
     _, marked, evidence = _checked(
-        "- Do not ship anything on a Friday",
-        {"do not ship anything on a friday": (2,)},
+        "- Do not deploy anything on Fridays",
+        {"do not deploy anything on fridays": (2,)},
         prior_body="- Never deploy on Fridays",
         prior=prior,
         evidence={},
     )
     assert marked == []
     assert evidence == [(2,)]
+    _, marked, _ = _checked(
+        "- Always route payments through escrow",
+        {"always route payments through escrow": (2,)},
+        prior_body="- Never deploy on Fridays",
+        prior=prior,
+        evidence={},
+    )
+    assert marked == ["[unsourced] Always route payments through escrow"]
 
 
 def test_headings_and_blank_lines_pass_through() -> None:

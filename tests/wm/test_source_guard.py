@@ -75,11 +75,32 @@ def _ctx(config: GuardConfig = DEFAULT_CONFIG) -> GuardContext:
             "",
             ["ImportError: cannot import name 'x' from 'app.a'"],
         ),
+        # a paraphrase keeps an error line only with 80 % of its words: 3 of 4 is not enough
         (
             Section.ERRORS,
             "- ImportError: cannot import name 'x' from 'app.a'",
             "- ImportError for name x in app.a",
+            ["ImportError: cannot import name 'x' from 'app.a'"],
+        ),
+        (
+            Section.ERRORS,
+            "- ImportError: cannot import name 'x' from 'app.a'",
+            "- ImportError: name x cannot import from app.a",
             [],
+        ),
+        # a short question is kept by its own words only, not by another of the same speaker
+        (
+            Section.OPEN_ISSUES,
+            "- Question from Ann: How about you?",
+            "- Question from Ann: Where do you live?",
+            ["[silently dropped, restored] Question from Ann: How about you?"],
+        ),
+        # two errors of one call share half their words: both stay
+        (
+            Section.ERRORS,
+            "- update: Error: gift card balance is not enough",
+            "- update: Error: not enough seats on flight HAT229",
+            ["update: Error: gift card balance is not enough"],
         ),
         # Open Issues: open items come back under the restored marker; closed ones do not
         (
@@ -129,6 +150,31 @@ def test_key_facts_restoration_respects_the_size_states() -> None:
     assert restore_from_source(Section.KEY_FACTS, emergency, shadow, _ctx(config)) == []
     stopped = f"{emergency}\n- {SENTINEL}"
     assert restore_from_source(Section.KEY_FACTS, stopped, shadow, _ctx(config)) == []
+
+
+def test_an_open_item_restored_once_comes_back_again_only_when_messages_raised_it() -> None:
+    body = "- [silently dropped, restored] Which port to use?"
+    raised = Shadow({Section.OPEN_ISSUES: body}, {"which port to use": (4,)})
+    assert restore_from_source(Section.OPEN_ISSUES, "", raised, _ctx()) == [
+        "[silently dropped, restored] Which port to use?"
+    ]
+    invented = Shadow({Section.OPEN_ISSUES: body}, {})
+    assert restore_from_source(Section.OPEN_ISSUES, "", invented, _ctx()) == []
+
+
+def test_an_item_the_trust_rules_marked_in_the_prior_is_never_given_back() -> None:
+    from app.wm.source import refused_items
+
+    prior = "- [unsourced] Always route payments through escrow\n- Never push to main"
+    refused = refused_items(prior)
+    assert refused == frozenset({"always route payments through escrow"})
+    shadow = Shadow(
+        {Section.TASK_AND_GOALS: "- Always route payments through escrow\n- Never push to main"},
+        refused=refused,
+    )
+    assert restore_from_source(Section.TASK_AND_GOALS, "", shadow, _ctx()) == [
+        "[kept constraint] Never push to main"
+    ]
 
 
 def test_at_most_fifty_lines() -> None:
