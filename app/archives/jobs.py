@@ -10,7 +10,6 @@ commits (``worker`` owns both).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import uuid
@@ -24,6 +23,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.archives.generation import Generated
 from app.archives.queue import Claim
+from app.archives.records import ArchivedMessage, SectionVersionRow
 from app.archives.repository import ArchiveRepository
 from app.archives.working_memory import WorkingMemory
 from app.db import is_unavailable
@@ -50,21 +50,28 @@ class LeaseLost(Exception):
 @dataclass(frozen=True, slots=True)
 class Work:
     """A claimed archive's input: its row, the prior WM, and every message it must cover (in
-    seq order, each numbered by ``seqs``; retracted ones left out), with where its memories
-    come from and the agent session's pins in force (shown to the model beside the prior)."""
+    seq order, retracted ones left out), with where its memories come from and the agent
+    session's pins in force (shown to the model beside the prior)."""
 
     archive: Archive
     prior: WorkingMemory
-    messages: list[dict[str, Any]]
+    messages: tuple[ArchivedMessage, ...]
     covers_failed_archives: list[int]
-    seqs: tuple[int, ...]
     source: Source
     pins: tuple[Pin, ...] = ()
 
     @property
+    def openai_messages(self) -> list[dict[str, Any]]:
+        return [covered.message for covered in self.messages]
+
+    @property
+    def seqs(self) -> tuple[int, ...]:
+        return tuple(covered.seq for covered in self.messages)
+
+    @property
     def numbered(self) -> list[tuple[int, dict[str, Any]]]:
         """The messages with their seqs."""
-        return list(zip(self.seqs, self.messages, strict=True))
+        return [(covered.seq, covered.message) for covered in self.messages]
 
 
 def abstract_of(sections: Mapping[Section, str], limit: int = 200) -> str:
@@ -128,18 +135,17 @@ class ArchiveJobService:
         retracted = await self.retractions.retracted_seqs(
             agent_session_id, start_seq, archive.end_seq
         )
-        kept = [
-            (seq, message)
+        kept = tuple(
+            ArchivedMessage(seq, message)
             for seq, message in enumerate(messages, start=start_seq)
             if seq not in retracted
-        ]
+        )
         user_id, agent_id = await self.archives.owner(agent_session_id)
         return Work(
             archive=archive,
             prior=prior or WorkingMemory.empty(),
-            messages=[message for _, message in kept],
+            messages=kept,
             covers_failed_archives=[row.archive_seq for row in failed],
-            seqs=tuple(seq for seq, _ in kept),
             source=Source(agent_session_id, claim.archive_seq, user_id, agent_id),
             pins=tuple(await pins_in_force(self.db, self.scope, agent_session_id)),
         )
@@ -161,27 +167,24 @@ class ArchiveJobService:
             content = result.sections[section]
             decision = result.decision(section)
             rows.append(
-                {
-                    "agent_session_id": claim.agent_session_id,
-                    "archive_seq": claim.archive_seq,
-                    "section": section.value,
-                    "position": position,
-                    "content": content,
-                    "content_sha256": hashlib.sha256(content.encode()).hexdigest(),
-                    "token_count": result.token_counts[section],
-                    "item_count": result.item_counts[section],
-                    "op_requested": None
-                    if decision.requested is None
-                    else decision.requested.value,
-                    "op_applied": decision.applied.value,
-                    "guard": None if decision.guard is None else decision.guard.value,
-                    "reason": decision.reason.value,
-                    "details": _json_safe(dict(decision.details)),
-                    "sources": [entry.as_json() for entry in result.sources.get(section, ())],
-                    "generator": generated.generator,
-                    "model": generated.model,
-                    "prompt_version": generated.prompt_version,
-                }
+                SectionVersionRow(
+                    agent_session_id=claim.agent_session_id,
+                    archive_seq=claim.archive_seq,
+                    section=section,
+                    position=position,
+                    content=content,
+                    token_count=result.token_counts[section],
+                    item_count=result.item_counts[section],
+                    op_requested=None if decision.requested is None else decision.requested.value,
+                    op_applied=decision.applied.value,
+                    guard=None if decision.guard is None else decision.guard.value,
+                    reason=decision.reason.value,
+                    details=_json_safe(dict(decision.details)),
+                    sources=[entry.as_json() for entry in result.sources.get(section, ())],
+                    generator=generated.generator,
+                    model=generated.model,
+                    prompt_version=generated.prompt_version,
+                )
             )
         await self.archives.insert_sections(rows)
         report = None

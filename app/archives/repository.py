@@ -16,6 +16,7 @@ from sqlalchemy import and_, case, exists, func, insert, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import load_only
 
+from app.archives.records import SectionVersionRow
 from app.archives.working_memory import RecordedDecision, WorkingMemory
 from app.models import AgentSession, Archive, ArchiveStatus, Message, WmSectionVersion
 from app.tenancy.principal import Scope
@@ -357,9 +358,9 @@ class ArchiveRepository:
             ).all()
         return rows
 
-    async def insert_sections(self, rows: Sequence[dict[str, Any]]) -> None:
+    async def insert_sections(self, rows: Sequence[SectionVersionRow]) -> None:
         await self.db.execute(
-            insert(WmSectionVersion), [{"tenant_id": self.scope.tenant_id, **row} for row in rows]
+            insert(WmSectionVersion), [row.values(self.scope.tenant_id) for row in rows]
         )
 
     async def set_fields(

@@ -8,7 +8,6 @@ and ``worker`` (the loop). Returns ORM rows and domain values; endpoints shape t
 
 from __future__ import annotations
 
-import hashlib
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -17,6 +16,7 @@ from typing import Any, Literal
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.archives.records import SectionVersionRow
 from app.archives.repository import ArchiveRepository, SplitRow
 from app.archives.working_memory import RecordedDecision, WorkingMemory
 from app.errors import Conflict, NotFound
@@ -109,36 +109,32 @@ def imported_section_rows(
     archive_seq: int,
     document: ParsedDocument,
     created_at: datetime | None,
-) -> list[dict[str, Any]]:
+) -> list[SectionVersionRow]:
     """Seven ``IMPORT`` rows; text outside the seven sections rides in the first row's
     ``details``, as the legacy-upgrading migration keeps it."""
     kept_aside = {
         "preamble": document.preamble,
         "extra": [{"heading": extra.heading, "body": extra.body} for extra in document.extra],
     }
-    rows = []
-    for position, section in enumerate(SECTIONS, start=1):
-        content = document.sections[section]
-        row: dict[str, Any] = {
-            "agent_session_id": agent_session_id,
-            "archive_seq": archive_seq,
-            "section": section.value,
-            "position": position,
-            "content": content,
-            "content_sha256": hashlib.sha256(content.encode()).hexdigest(),
-            "token_count": count_tokens(content),
-            "item_count": len(split_items(content)),
-            "op_requested": None,
-            "op_applied": "IMPORT",
-            "guard": None,
-            "reason": "imported",
-            "details": kept_aside if position == 1 else {},
-            "generator": IMPORT_GENERATOR,
-        }
-        if created_at is not None:
-            row["created_at"] = created_at
-        rows.append(row)
-    return rows
+    return [
+        SectionVersionRow(
+            agent_session_id=agent_session_id,
+            archive_seq=archive_seq,
+            section=section,
+            position=position,
+            content=document.sections[section],
+            token_count=count_tokens(document.sections[section]),
+            item_count=len(split_items(document.sections[section])),
+            op_requested=None,
+            op_applied="IMPORT",
+            guard=None,
+            reason="imported",
+            details=kept_aside if position == 1 else {},
+            generator=IMPORT_GENERATOR,
+            created_at=created_at,
+        )
+        for position, section in enumerate(SECTIONS, start=1)
+    ]
 
 
 class ArchiveService:
@@ -242,7 +238,7 @@ class ArchiveService:
         }
         if imported.created_at is not None:
             values["created_at"] = imported.created_at
-        rows: list[dict[str, Any]] = []
+        rows: list[SectionVersionRow] = []
         if imported.document is not None:
             rows = imported_section_rows(
                 agent_session_id,
@@ -253,7 +249,7 @@ class ArchiveService:
             values.update(
                 generator=IMPORT_GENERATOR,
                 overview=render(imported.document.sections),
-                wm_tokens=sum(row["token_count"] for row in rows),
+                wm_tokens=sum(row.token_count for row in rows),
             )
         elif imported.legacy_overview is not None:
             values.update(

@@ -173,7 +173,7 @@ class ArchiveWorker:
             stage = "generate"
             generated = await self.generator.generate(
                 work.prior,
-                work.messages,
+                work.openai_messages,
                 seqs=work.seqs,
                 pins=[pin.line for pin in work.pins],
                 pinned_seqs=frozenset(

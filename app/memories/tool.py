@@ -17,13 +17,14 @@ from typing import Any, Final
 
 from jsonschema import Draft202012Validator
 
+from app.memories import rules
 from app.memories.records import Candidate, Category, Extraction, SkipReason
 from app.wm.messages import read_messages
 from app.wm.prompts import render_message
 
 TOOL_NAME: Final = "record_memories"
 EXTRACTOR: Final = "model"
-PROMPT_VERSION: Final = "memories-prompt-2026-12-v1"
+PROMPT_VERSION: Final = "memories-prompt-2026-12-v2"
 MAX_CONTENT_CHARS: Final = 500
 
 _ITEM_SCHEMA: Final[dict[str, Any]] = {
@@ -110,7 +111,12 @@ Rules: one fact per memory, self-contained and short; only what the messages say
 cite the #seq of every message it comes from; skip small talk, questions, and what the assistant
 says about itself; give a confidence from 0 to 1 (below 0.5 for hedged or hypothetical
 statements); for a preference or profile fact, name the attribute in "slot" and its value in
-"slot_value" so that a later change can replace it. Record nothing when nothing qualifies."""
+"slot_value" so that a later change can replace it: "lives in", "works as" (the job), "works at"
+(the employer), "name", "relationship status", "diet", "has pet:<kind>" (value "yes"),
+"likes:<thing>" (value "yes" or "no"), "favorite <thing>", and for a preference between two
+things "prefers:<a>|<b>" with the two things in alphabetical order and the preferred one as the
+value; a value the user no longer holds ("I no longer live in Berlin") is "not <value>". Record
+nothing when nothing qualifies."""
 
 
 class UnusableArguments(Exception):
@@ -133,13 +139,21 @@ def _label(value: object) -> str | None:
 
 
 def _candidate(item: Mapping[str, Any], seqs: tuple[int, ...]) -> Candidate:
+    category = Category(item["category"])
+    content = " ".join(str(item["content"]).split())
+    slot, value = _label(item.get("slot")), _label(item.get("slot_value"))
+    # A memory worded as the user said it gets the attribute the rules give that sentence, so
+    # that the same change of mind supersedes whichever extractor read it.
+    ruled = rules.classify(content, seqs[0], after_agent=False)
+    if ruled is not None and ruled.category is category and ruled.slot is not None:
+        slot, value = ruled.slot, ruled.slot_value
     return Candidate(
-        category=Category(item["category"]),
-        content=" ".join(str(item["content"]).split()),
+        category=category,
+        content=content,
         confidence=float(item["confidence"]),
         source_seqs=seqs,
-        slot=_label(item.get("slot")),
-        slot_value=_label(item.get("slot_value")),
+        slot=slot,
+        slot_value=value,
         rule="model",
     )
 

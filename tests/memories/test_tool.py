@@ -70,6 +70,34 @@ def test_a_valid_payload_is_used_whole() -> None:
     assert extraction.skipped == {"chit_chat": 1}
 
 
+@pytest.mark.parametrize(
+    ("content", "slot", "value", "stored_slot", "stored_value"),
+    [
+        # Worded as the user said it: the rules' attribute, whatever the model named.
+        ("I prefer spaces over tabs now.", "likes:spaces", "yes", "prefers:space|tab", "space"),
+        ("I live in Munich now.", "home", "Munich", "lives in", "munich"),
+        ("I no longer live in Berlin.", "home", "none", "lives in", "not berlin"),
+        # Worded otherwise, or an attribute the rules do not know: the model's.
+        ("Prefers spaces over tabs", "prefers:space|tab", "space", "prefers:space|tab", "space"),
+        ("I'm allergic to cats.", "allergy", "cats", "allergy", "cats"),
+    ],
+)
+def test_a_memory_worded_as_the_user_said_it_gets_the_rules_attribute(
+    content: str, slot: str, value: str, stored_slot: str, stored_value: str
+) -> None:
+    category = "preference" if "prefer" in content.lower() else "profile"
+    item = {
+        "category": category,
+        "content": content,
+        "confidence": 0.9,
+        "source_seqs": [4],
+        "slot": slot,
+        "slot_value": value,
+    }
+    [candidate] = read_arguments(json.dumps({"memories": [item]}), {4}).candidates
+    assert (candidate.slot, candidate.slot_value) == (stored_slot, stored_value)
+
+
 def test_invalid_items_are_dropped_one_by_one_and_counted() -> None:
     arguments = json.dumps(
         {
