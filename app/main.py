@@ -46,7 +46,7 @@ from app.sessions.endpoints import router as sessions_router
 from app.sessions.group_commit import GroupCommit
 from app.sessions.prepare import Limits
 from app.tenancy import service as tenancy
-from app.tenancy.auth import Authenticator
+from app.tenancy.auth import AUTHENTICATOR, Authenticator
 from app.tenancy.endpoints import keys_router
 from app.tenancy.endpoints import router as admin_router
 from app.web.docs_pages import OfflineDocsPolicy
@@ -120,7 +120,7 @@ def create_app(
                 group_commit,
             ),
         )
-        app.state.authenticator = Authenticator(db_, settings)
+        AUTHENTICATOR.put(app, Authenticator(db_, settings))
         embedder = build_embedder(settings)
         EMBEDDER.put(app, embedder)
         try:
