@@ -30,13 +30,13 @@ from app.context.endpoints import router as context_router
 from app.db import Bounds, Database
 from app.deps import DATABASE, SETTINGS
 from app.errors import Unavailable
-from app.message_search.endpoints import router as message_search_router
 from app.lifecycle.endpoints import router as lifecycle_router
 from app.limits.service import LimitConfig, TenantLimits
 from app.memories.dependencies import EMBEDDER
 from app.memories.embedding import Embedder
 from app.memories.endpoints import router as memories_router
 from app.memories.service import embedder_problem
+from app.message_search.endpoints import router as message_search_router
 from app.migrations import head_revision
 from app.observability import ObserveRequests
 from app.pins.endpoints import router as pins_router
