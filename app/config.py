@@ -43,6 +43,11 @@ class Settings(BaseSettings):
     home: Path = Field(
         default_factory=default_home, description="data directory of the embedded mode"
     )
+    embedded_restart: bool = Field(
+        default=True,
+        description="`serve` starts the embedded cluster again when its postmaster dies; off "
+        "where an operator stops and starts the cluster by hand",
+    )
     host: str = "127.0.0.1"
     port: int = Field(default=8000, ge=1, le=65535)
     admin_token: SecretStr | None = Field(default=None, description="operator token for /v1/admin")

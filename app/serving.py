@@ -76,7 +76,9 @@ def serve(
     # here, and the process ends below, after the cluster was let go of.
     previous = {signum: signal.signal(signum, remember) for signum in STOP_SIGNALS}
     started = True
-    supervisor = Supervisor(embedded) if embedded is not None else None
+    supervisor = (
+        Supervisor(embedded) if embedded is not None and settings.embedded_restart else None
+    )
     if supervisor is not None:
         supervisor.start()
     try:

@@ -92,7 +92,15 @@ class Prober:
 def test_the_database_away_answers_503_and_comes_back(tmp_path: Path) -> None:
     home = tmp_path / "home"
     data_dir = home / "pgdata"
-    service = Service(home, {"WORKMEM_WORKER_LEASE_S": "3", "WORKMEM_WORKER_POLL_S": "0.2"})
+    # The operator takes the cluster away and gives it back here, so serve must not restart it.
+    service = Service(
+        home,
+        {
+            "WORKMEM_WORKER_LEASE_S": "3",
+            "WORKMEM_WORKER_POLL_S": "0.2",
+            "WORKMEM_EMBEDDED_RESTART": "false",
+        },
+    )
     try:
         service.start()
         load = Load(service.base_url, service.key(), clients=4, sessions=8, retry_for_s=60)
