@@ -194,8 +194,7 @@ INNER = """
 EXPLAIN (COSTS OFF)
 SELECT m.seq FROM messages m
 WHERE m.tenant_id = :tenant AND m.agent_session_id = :sid AND m.seq BETWEEN 1 AND 1000000
-  AND to_tsvector('english'::regconfig, translate(left(m.content_text, 100000), '/.\\', '   '))
-      @@ websearch_to_tsquery('english'::regconfig, 'zeppelin')
+  AND m.content_words @@ websearch_to_tsquery('english'::regconfig, 'zeppelin')
 """
 
 
@@ -242,8 +241,7 @@ SHAPED = """
 EXPLAIN (COSTS OFF)
 SELECT m.seq FROM messages m
 WHERE m.tenant_id = :tenant AND m.agent_session_id = :sid AND m.seq BETWEEN 1 AND 1000000
-  AND to_tsvector('english'::regconfig, translate(left(m.content_text, 100000), '/.\\', '   '))
-      @@ websearch_to_tsquery('english'::regconfig, :query)
+  AND m.content_words @@ websearch_to_tsquery('english'::regconfig, :query)
 ORDER BY m.seq DESC LIMIT 100
 """
 
