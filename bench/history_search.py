@@ -5,7 +5,8 @@ common word, one rare word, three words, 24 words that are common alone and rare
 phrase, a word with an exclusion, an exclusion alone), and how many hits each found. The
 messages are varied text over a fixed vocabulary (the same for every run), bulk-inserted in SQL
 and analysed; then every shape is timed again right after ``--appends`` more messages went
-through the append endpoint (``after_appends``: nothing has vacuumed the full-text index since).
+through the append endpoint in batches of 100 (``after_appends``: nothing has vacuumed the
+full-text index since; ``append_batch_of_100`` is those batches' own latency).
 Only the API path is timed, in process through an ASGI transport. Starts its own embedded
 Postgres.
 
@@ -157,7 +158,9 @@ async def measure(url: str, messages: int, runs: int, appends: int) -> dict[str,
         # Heavy appends through the real append path, then the same searches at once.
         batch = 100
         bodies = texts(messages + appends)[messages:]
+        batches: list[float] = []
         for start in range(0, appends, batch):
+            started = time.perf_counter()
             appended = await http.post(
                 f"/v1/sessions/{sid}/messages:batch",
                 json={
@@ -168,6 +171,7 @@ async def measure(url: str, messages: int, runs: int, appends: int) -> dict[str,
                 headers=headers,
             )
             appended.raise_for_status()
+            batches.append((time.perf_counter() - started) * 1000)
         after = await timed(http, sid, headers, runs)
     await database.dispose()
     return {
@@ -175,6 +179,10 @@ async def measure(url: str, messages: int, runs: int, appends: int) -> dict[str,
         "runs_per_shape": runs,
         "shapes": shapes,
         "appends": appends,
+        "append_batch_of_100": {
+            "p50_ms": round(statistics.median(batches), 2) if batches else None,
+            "p99_ms": round(percentile(batches, 0.99), 2) if batches else None,
+        },
         "after_appends": after,
     }
 
