@@ -11,9 +11,11 @@ content: a phrase of two common words rebuilt thousands of them per search (abou
   recomputed by Postgres whenever ``content_text`` changes (a redaction removes the words at
   once). The append function and every insert name their columns, so none of them changes.
 - ``ix_messages_content_words`` indexes that column instead of the expression, with
-  ``fastupdate = off``: every insert updates the index at once, so a search right after heavy
-  appends does not scan a pending list of unmerged entries (which made such searches 10-20
-  times slower until a vacuum).
+  ``fastupdate = off``: every insert merges its words into the index at once. With GIN's
+  pending list, right after heavy appends Postgres costs the index scan with the whole unmerged
+  list and plans a sequential scan instead; without it, the plan keeps the index for every
+  query shape. The price, measured: a batch of 100 appends about 17 ms slower (36 ms at p50
+  instead of 19 ms).
 - ``workmem_history_search`` matches and ranks on the stored column, so the recheck reads stored
   positions and ranking rebuilds nothing.
 
