@@ -23,19 +23,20 @@ from app.archives.dependencies import WORKER
 from app.archives.endpoints import router as archives_router
 from app.archives.generation import WorkingMemoryGenerator
 from app.audit.endpoints import install as install_audit_pages
+from app.audit.history import router as section_history_router
 from app.compat.openviking.app import install as install_openviking_api
 from app.config import Settings
 from app.context.endpoints import router as context_router
 from app.db import Bounds, Database
 from app.deps import DATABASE, SETTINGS
 from app.errors import Unavailable
-from app.history.endpoints import router as history_router
 from app.lifecycle.endpoints import router as lifecycle_router
 from app.limits.service import LimitConfig, TenantLimits
 from app.memories.dependencies import EMBEDDER
 from app.memories.embedding import Embedder
 from app.memories.endpoints import router as memories_router
 from app.memories.service import embedder_problem
+from app.message_search.endpoints import router as message_search_router
 from app.migrations import head_revision
 from app.observability import ObserveRequests
 from app.pins.endpoints import router as pins_router
@@ -45,7 +46,7 @@ from app.sessions.endpoints import router as sessions_router
 from app.sessions.group_commit import GroupCommit
 from app.sessions.prepare import Limits
 from app.tenancy import service as tenancy
-from app.tenancy.auth import Authenticator
+from app.tenancy.auth import AUTHENTICATOR, Authenticator
 from app.tenancy.endpoints import keys_router
 from app.tenancy.endpoints import router as admin_router
 from app.web.docs_pages import OfflineDocsPolicy
@@ -119,7 +120,7 @@ def create_app(
                 group_commit,
             ),
         )
-        app.state.authenticator = Authenticator(db_, settings)
+        AUTHENTICATOR.put(app, Authenticator(db_, settings))
         embedder = build_embedder(settings)
         EMBEDDER.put(app, embedder)
         try:
@@ -184,15 +185,17 @@ def create_app(
     app.include_router(keys_router)
     app.include_router(sessions_router)
     app.include_router(archives_router)
+    # The working-memory section history, beside the audit pages that show it.
+    app.include_router(section_history_router)
     app.include_router(context_router)
     # The audit pages (/ui) and their stylesheet.
     install_audit_pages(app)
     app.include_router(memories_router)
     # Webhook subscriptions (tenant admin keys).
     app.include_router(webhooks_router)
-    # Pins and history search (DESIGN 18).
+    # Pins and message search (DESIGN 18).
     app.include_router(pins_router)
-    app.include_router(history_router)
+    app.include_router(message_search_router)
     # Redaction (the data lifecycle).
     app.include_router(lifecycle_router)
 

@@ -18,6 +18,7 @@ from asgi_lifespan import LifespanManager
 from app.config import Settings
 from app.db import Database
 from app.main import create_app
+from app.tenancy.auth import AUTHENTICATOR
 from tests.conftest import TenantKeys, make_tenant
 from tests.support.postgres import PostgresForTests
 from tests.support.statements import StatementLog
@@ -49,7 +50,7 @@ async def counted(postgres: PostgresForTests, settings: Settings) -> AsyncIterat
             transport=httpx.ASGITransport(app=manager.app), base_url="http://workmem.test"
         ) as http,
     ):
-        app.state.authenticator.ttl_s = 3600.0
+        AUTHENTICATOR.get(app).ttl_s = 3600.0
         keys = await make_tenant(database, "counted")
         yield Counted(http, log, keys)
     await database.dispose()

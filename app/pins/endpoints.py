@@ -7,6 +7,7 @@ import uuid
 from fastapi import APIRouter, Response, status
 
 from app.deps import DatabaseDep, SettingsDep
+from app.pins.presenter import pin_read
 from app.pins.schemas import PinCreate, PinList, PinRead
 from app.pins.service import PinService
 from app.tenancy.auth import Reader, Writer
@@ -35,7 +36,7 @@ async def list_pins(
         service = PinService(db, principal, max_tokens=settings.pin_max_tokens)
         rows, tokens = await service.listed(agent_session_id, with_unpinned=include_unpinned)
         return PinList(
-            items=[PinRead.from_row(row) for row in rows],
+            items=[pin_read(row) for row in rows],
             tokens=tokens,
             max_tokens=settings.pin_max_tokens,
         )
@@ -55,7 +56,7 @@ async def create_pin(
 ) -> PinRead:
     async with database.tenant(principal.tenant_id) as db:
         service = PinService(db, principal, max_tokens=settings.pin_max_tokens)
-        return PinRead.from_row(await service.pin(agent_session_id, body))
+        return pin_read(await service.pin(agent_session_id, body))
 
 
 @router.delete(

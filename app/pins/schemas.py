@@ -1,6 +1,6 @@
 """Request and response bodies of pins (``/v1/sessions/{id}/pins``).
 
-``PinRead`` is built from the stored row; services never build it.
+Leaves: ``PinRead`` is built by the presenter beside the endpoints; services never build it.
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ from typing import Self
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from app.models import Pin as PinRow
 from app.validation import SEQ_MAX, require_storable
 from app.wm.sections import Section
 
@@ -65,10 +64,6 @@ class PinRead(BaseModel):
     created_at: datetime
     unpinned_at: datetime | None
     unpinned_by: uuid.UUID | None
-
-    @classmethod
-    def from_row(cls, row: PinRow) -> PinRead:
-        return cls.model_validate(row, from_attributes=True)
 
 
 class PinList(BaseModel):

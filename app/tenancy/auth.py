@@ -20,6 +20,7 @@ from app.errors import Forbidden, Unauthenticated
 from app.observability import bind_tenant
 from app.tenancy import service
 from app.tenancy.principal import Principal, Role
+from app.web.state import Slot
 
 
 def credential_from(request: Request) -> str | None:
@@ -66,13 +67,15 @@ class Authenticator:
         self._cache.clear()
 
 
-async def authenticator(request: Request) -> Authenticator:
-    found: Authenticator = request.app.state.authenticator
-    return found
+AUTHENTICATOR = Slot[Authenticator]("authenticator")
+"""The process's authenticator: verifies keys (with its short cache) and the operator token."""
+
+authenticator = AUTHENTICATOR.read
+"""The authenticator, as a request dependency."""
 
 
 async def _principal_of(request: Request) -> Principal:
-    auth: Authenticator = request.app.state.authenticator
+    auth = AUTHENTICATOR.get(request.app)
     token = credential_from(request)
     if token is None:
         raise Unauthenticated("send an API key as 'Authorization: Bearer wm_…' or 'X-API-Key'")
@@ -109,7 +112,7 @@ async def admin_principal(request: Request) -> Principal:
 
 
 async def require_operator(request: Request) -> None:
-    auth: Authenticator = request.app.state.authenticator
+    auth = AUTHENTICATOR.get(request.app)
     if auth.settings.admin_token is None:
         raise Forbidden("the operator API is disabled: set WORKMEM_ADMIN_TOKEN")
     token = credential_from(request)

@@ -17,14 +17,8 @@ from app.tenancy.auth import Admin
 from app.web.problems import TENANT_ROUTE, WITH_BODY, problems
 from app.web.requests import StrictJsonRoute
 from app.webhooks.destinations import DestinationRefused, vet
-from app.webhooks.schemas import (
-    DeliveryPage,
-    DeliveryRead,
-    WebhookCreate,
-    WebhookCreated,
-    WebhookPage,
-    WebhookRead,
-)
+from app.webhooks.presenter import delivery_read, webhook_created, webhook_read
+from app.webhooks.schemas import DeliveryPage, WebhookCreate, WebhookCreated, WebhookPage
 from app.webhooks.service import WebhookService
 
 router = APIRouter(
@@ -51,14 +45,14 @@ async def create_webhook(
         row = await WebhookService(db, principal).create(
             body, limit=settings.webhooks_max_subscriptions
         )
-        return WebhookCreated.from_created(row)
+        return webhook_created(row)
 
 
 @router.get("")
 async def list_webhooks(principal: Admin, database: DatabaseDep) -> WebhookPage:
     async with database.tenant(principal.tenant_id) as db:
         rows = await WebhookService(db, principal).list()
-    return WebhookPage(items=[WebhookRead.from_row(row) for row in rows])
+    return WebhookPage(items=[webhook_read(row) for row in rows])
 
 
 @router.delete(
@@ -87,6 +81,6 @@ async def webhook_deliveries(
             webhook_id, cursor=cursor, limit=limit
         )
     return DeliveryPage(
-        items=[DeliveryRead.from_row(row, attempts) for row, attempts in history.deliveries],
+        items=[delivery_read(row, attempts) for row, attempts in history.deliveries],
         next_cursor=history.next_cursor,
     )

@@ -1,7 +1,7 @@
 """Request and response bodies of ``/v1/webhooks``: subscriptions, deliveries, attempts.
 
-Each ``…Read`` is built from the ORM row a service returned; the signing secret is part of the
-answer to a creation only.
+Leaves: each ``…Read`` is built by the presenter beside the endpoints from what a service
+returned; the signing secret is part of the answer to a creation only.
 """
 
 from __future__ import annotations
@@ -12,9 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from app.models import WebhookAttempt, WebhookDelivery, WebhookSubscription
 from app.validation import require_storable
-from app.webhooks.events import message_id
 
 EventType = Literal["archive.done", "archive.failed", "memory.changed"]
 DeliveryStatus = Literal["pending", "sending", "delivered", "failed"]
@@ -44,25 +42,11 @@ class WebhookRead(BaseModel):
     description: str | None
     created_at: datetime
 
-    @classmethod
-    def from_row(cls, row: WebhookSubscription) -> WebhookRead:
-        return cls(
-            id=row.webhook_id,
-            url=row.url,
-            events=row.events,
-            description=row.description,
-            created_at=row.created_at,
-        )
-
 
 class WebhookCreated(WebhookRead):
     secret: str = Field(
         description="the signing secret (whsec_…, Standard Webhooks); shown once, keep it"
     )
-
-    @classmethod
-    def from_created(cls, row: WebhookSubscription) -> WebhookCreated:
-        return cls(**WebhookRead.from_row(row).model_dump(), secret=row.secret)
 
 
 class WebhookPage(BaseModel):
@@ -75,10 +59,6 @@ class DeliveryAttemptRead(BaseModel):
     duration_ms: int
     status_code: int | None = Field(description="the endpoint's answer; null when none came")
     error: str | None = Field(description="why the attempt failed; null when it succeeded")
-
-    @classmethod
-    def from_row(cls, row: WebhookAttempt) -> DeliveryAttemptRead:
-        return cls.model_validate(row, from_attributes=True)
 
 
 class DeliveryRead(BaseModel):
@@ -93,23 +73,6 @@ class DeliveryRead(BaseModel):
     created_at: datetime
     finished_at: datetime | None
     attempts: list[DeliveryAttemptRead]
-
-    @classmethod
-    def from_row(cls, row: WebhookDelivery, attempts: list[WebhookAttempt]) -> DeliveryRead:
-        final = row.status in ("delivered", "failed")
-        return cls(
-            id=row.delivery_id,
-            webhook_id=row.webhook_id,
-            event_id=message_id(row.event_id),
-            event_type=row.event_type,
-            status=row.status,
-            attempts_made=row.attempt,
-            next_attempt_at=None if final else row.next_attempt_at,
-            payload=row.payload,
-            created_at=row.created_at,
-            finished_at=row.finished_at,
-            attempts=[DeliveryAttemptRead.from_row(attempt) for attempt in attempts],
-        )
 
 
 class DeliveryPage(BaseModel):

@@ -12,6 +12,7 @@ from asgi_lifespan import LifespanManager
 from app.config import Settings
 from app.db import Database
 from app.main import create_app
+from app.tenancy.auth import AUTHENTICATOR
 from tests.audit.fixtures import AuditData
 from tests.audit.pages import sign_in
 from tests.support.statements import StatementLog
@@ -32,7 +33,7 @@ async def counted(
             transport=httpx.ASGITransport(app=manager.app), base_url="http://workmem.test"
         ) as http,
     ):
-        app.state.authenticator.ttl_s = 3600.0  # the key's lookup is not what is counted
+        AUTHENTICATOR.get(app).ttl_s = 3600.0  # the key's lookup is not what is counted
         await sign_in(http, audit_data.tenant.reader)
         yield http, log
     await database.dispose()

@@ -13,9 +13,9 @@ import uuid
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.errors import InvalidInput
-from app.history.query import prepared
-from app.history.records import SearchResult
-from app.history.repository import HistoryRepository
+from app.message_search.query import prepared
+from app.message_search.records import SearchResult
+from app.message_search.repository import HistoryRepository
 from app.sessions.service import AgentSessionService
 from app.tenancy.principal import Principal
 

@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import text
 
 from app.db import Database
-from app.history.query import prepared
+from app.message_search.query import prepared
 from tests.conftest import AppFactory, TenantKeys, make_tenant
 from tests.support.api import append, assistant, calls, commit, create_session, user
 

@@ -9,9 +9,9 @@ from fastapi import APIRouter, Query
 
 from app.deps import DatabaseDep
 from app.errors import InvalidInput
-from app.history.query import MAX_QUERY_CHARS
-from app.history.schemas import HistorySearchRead
-from app.history.service import HistoryService
+from app.message_search.query import MAX_QUERY_CHARS
+from app.message_search.schemas import HistorySearchRead
+from app.message_search.service import HistoryService
 from app.tenancy.auth import Reader
 from app.validation import SEQ_MAX, find_unstorable
 from app.web.problems import TENANT_ROUTE, problems

@@ -14,7 +14,7 @@ from typing import Final
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.history.records import Hit
+from app.message_search.records import Hit
 from app.tenancy.principal import Scope
 
 # The snippet is cut from the message's own text: ts_headline runs over the text as indexed

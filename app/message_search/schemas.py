@@ -6,7 +6,7 @@ from datetime import datetime
 
 from pydantic import BaseModel, Field
 
-from app.history.records import Hit, SearchResult
+from app.message_search.records import Hit, SearchResult
 
 
 class HistoryHitRead(BaseModel):

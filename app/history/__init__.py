@@ -1,1 +1,0 @@
-"""History search: full-text search over one agent session's raw messages (DESIGN 18)."""

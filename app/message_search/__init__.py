@@ -1,0 +1,1 @@
+"""Message search: full-text search over one agent session's raw messages (DESIGN 18)."""
