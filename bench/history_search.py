@@ -3,11 +3,14 @@
 Prints JSON: p50 and p99 latency of ``GET /v1/sessions/{id}/history/search`` for each shape (one
 common word, one rare word, three words, 24 words that are common alone and rare together, a
 phrase, a word with an exclusion, an exclusion alone), and how many hits each found. The
-messages are varied text over a fixed vocabulary (the same for every run), bulk-inserted in SQL;
-only the API path is timed, in process through an ASGI transport. Starts its own embedded
+messages are varied text over a fixed vocabulary (the same for every run), bulk-inserted in SQL
+and analysed; then every shape is timed again right after ``--appends`` more messages went
+through the append endpoint in batches of 100 (``after_appends``: nothing has vacuumed the
+full-text index since; ``append_batch_of_100`` is those batches' own latency).
+Only the API path is timed, in process through an ASGI transport. Starts its own embedded
 Postgres.
 
-    python -m bench.history_search [--messages 15000] [--runs 30]
+    python -m bench.history_search [--messages 15000] [--runs 30] [--appends 5000]
 """
 
 from __future__ import annotations
@@ -102,7 +105,36 @@ def percentile(values: list[float], fraction: float) -> float:
     return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
 
 
-async def measure(url: str, messages: int, runs: int) -> dict[str, Any]:
+async def timed(
+    http: httpx.AsyncClient, sid: str, headers: dict[str, str], runs: int
+) -> dict[str, Any]:
+    shapes: dict[str, Any] = {}
+    for shape, query in SHAPES.items():
+        timings: list[float] = []
+        statuses: dict[int, int] = {}
+        hits = 0
+        for _ in range(runs):
+            started = time.perf_counter()
+            response = await http.get(
+                f"/v1/sessions/{sid}/history/search",
+                params={"q": query, "limit": 10},
+                headers=headers,
+            )
+            timings.append((time.perf_counter() - started) * 1000)
+            statuses[response.status_code] = statuses.get(response.status_code, 0) + 1
+            if response.status_code == 200:
+                hits = len(response.json()["items"])
+        shapes[shape] = {
+            "query": query,
+            "p50_ms": round(statistics.median(timings), 2),
+            "p99_ms": round(percentile(timings, 0.99), 2),
+            "hits": hits,
+            "statuses": statuses,
+        }
+    return shapes
+
+
+async def measure(url: str, messages: int, runs: int, appends: int) -> dict[str, Any]:
     database = Database.from_url(login_url(url), pool_size=4)
     async with database.unscoped() as db:
         tenant = await tenancy.create_tenant(db, "bench")
@@ -112,7 +144,6 @@ async def measure(url: str, messages: int, runs: int) -> dict[str, Any]:
     )
     app = create_app(settings, database=database)
     headers = {"Authorization": f"Bearer {key}"}
-    shapes: dict[str, Any] = {}
     async with (
         LifespanManager(app) as manager,
         httpx.AsyncClient(
@@ -123,36 +154,46 @@ async def measure(url: str, messages: int, runs: int) -> dict[str, Any]:
         created.raise_for_status()
         sid = created.json()["id"]
         load(url, tenant.tenant_id, uuid.UUID(sid), messages)
-        for shape, query in SHAPES.items():
-            timings: list[float] = []
-            statuses: dict[int, int] = {}
-            hits = 0
-            for _ in range(runs):
-                started = time.perf_counter()
-                response = await http.get(
-                    f"/v1/sessions/{sid}/history/search",
-                    params={"q": query, "limit": 10},
-                    headers=headers,
-                )
-                timings.append((time.perf_counter() - started) * 1000)
-                statuses[response.status_code] = statuses.get(response.status_code, 0) + 1
-                if response.status_code == 200:
-                    hits = len(response.json()["items"])
-            shapes[shape] = {
-                "query": query,
-                "p50_ms": round(statistics.median(timings), 2),
-                "p99_ms": round(percentile(timings, 0.99), 2),
-                "hits": hits,
-                "statuses": statuses,
-            }
+        shapes = await timed(http, sid, headers, runs)
+        # Heavy appends through the real append path, then the same searches at once.
+        batch = 100
+        bodies = texts(messages + appends)[messages:]
+        batches: list[float] = []
+        for start in range(0, appends, batch):
+            started = time.perf_counter()
+            appended = await http.post(
+                f"/v1/sessions/{sid}/messages:batch",
+                json={
+                    "messages": [
+                        {"role": "user", "content": b} for b in bodies[start : start + batch]
+                    ]
+                },
+                headers=headers,
+            )
+            appended.raise_for_status()
+            batches.append((time.perf_counter() - started) * 1000)
+        after = await timed(http, sid, headers, runs)
     await database.dispose()
-    return {"messages": messages, "runs_per_shape": runs, "shapes": shapes}
+    return {
+        "messages": messages,
+        "runs_per_shape": runs,
+        "shapes": shapes,
+        "appends": appends,
+        "append_batch_of_100": {
+            "p50_ms": round(statistics.median(batches), 2) if batches else None,
+            "p99_ms": round(percentile(batches, 0.99), 2) if batches else None,
+        },
+        "after_appends": after,
+    }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--messages", type=int, default=15_000)
     parser.add_argument("--runs", type=int, default=30, help="timed searches per shape")
+    parser.add_argument(
+        "--appends", type=int, default=5_000, help="messages appended before the second pass"
+    )
     args = parser.parse_args()
     from pgserver.postgres_server import get_server
 
@@ -164,7 +205,7 @@ def main() -> None:
                 connection.execute("CREATE DATABASE wmbench")
             url = make_url(base).set(database="wmbench").render_as_string(hide_password=False)
             migrations.upgrade(url)
-            result = asyncio.run(measure(url, args.messages, args.runs))
+            result = asyncio.run(measure(url, args.messages, args.runs, args.appends))
         finally:
             server.cleanup()
     print(json.dumps(result, indent=2))

@@ -13,6 +13,7 @@ from typing import Any
 from sqlalchemy import (
     BigInteger,
     CheckConstraint,
+    Computed,
     ForeignKey,
     ForeignKeyConstraint,
     Index,
@@ -21,7 +22,7 @@ from sqlalchemy import (
     Text,
     text,
 )
-from sqlalchemy.dialects.postgresql import UUID
+from sqlalchemy.dialects.postgresql import TSVECTOR, UUID
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.db import Base
@@ -87,16 +88,14 @@ class Message(Base):
             ondelete="CASCADE",
         ),
         CheckConstraint("role IN ('system', 'user', 'assistant', 'tool')", name="role"),
-        # History search: the words of each message's first 100 000 characters, with "/", "."
-        # and "\" read as spaces (paths and dotted names are words); the expression is the
-        # one ``workmem_history_search`` matches.
+        # History search (``workmem_history_search``) matches the stored words; updated on each
+        # insert rather than through a pending list, so a search right after heavy appends
+        # reads no unmerged entries.
         Index(
             "ix_messages_content_words",
-            text(
-                "to_tsvector('english'::regconfig, "
-                "translate(\"left\"(content_text, 100000), '/.\\', '   '::text))"
-            ),
+            "content_words",
             postgresql_using="gin",
+            postgresql_with={"fastupdate": "off"},
         ),
     )
 
@@ -110,6 +109,18 @@ class Message(Base):
     content_text: Mapped[str] = mapped_column(Text)
     metadata_: Mapped[dict[str, Any] | None] = mapped_column("metadata")
     created_at: Mapped[datetime] = mapped_column(server_default=text("now()"))
+    content_words: Mapped[str] = mapped_column(
+        TSVECTOR,
+        Computed(
+            "to_tsvector('english'::regconfig, "
+            "translate(\"left\"(content_text, 100000), '/.\\', '   '::text))",
+            persisted=True,
+        ),
+        deferred=True,
+    )
+    """History search's words: those of the first 100 000 characters, with "/", "." and "\\"
+    read as spaces (paths and dotted names are words). Postgres computes it on insert and again
+    whenever the content changes (a redaction takes the words out with the text)."""
 
 
 class MessageRetraction(Base):
