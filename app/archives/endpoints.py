@@ -76,7 +76,7 @@ async def commit(
                 worker,
                 principal,
                 agent_session_id,
-                keep=body.keep_recent_count,
+                keep=body.turn_retention() or body.keep_recent_count,
                 wait=wait,
                 timeout_s=timeout_s,
                 request=request_key,
@@ -88,7 +88,7 @@ async def commit(
         worker,
         principal,
         agent_session_id,
-        keep=body.keep_recent_count,
+        keep=body.turn_retention() or body.keep_recent_count,
         wait=wait,
         timeout_s=timeout_s,
     )

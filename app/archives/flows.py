@@ -11,6 +11,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from app.archives.retention import TurnRetention
 from app.archives.service import ArchiveService, CommitOutcome
 from app.archives.worker import ArchiveWorker
 from app.archives.working_memory import WorkingMemory
@@ -47,7 +48,7 @@ async def commit(
     principal: Principal,
     agent_session_id: uuid.UUID,
     *,
-    keep: int | None,
+    keep: int | TurnRetention | None,
     wait: bool,
     timeout_s: float,
     with_working_memory: bool = True,
@@ -107,7 +108,7 @@ async def commit_once(
     principal: Principal,
     agent_session_id: uuid.UUID,
     *,
-    keep: int | None,
+    keep: int | TurnRetention | None,
     wait: bool,
     timeout_s: float,
     request: RequestKey,

@@ -11,18 +11,80 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from app.archives.retention import TurnRetention
 from app.archives.status import ArchiveStatus
 from app.archives.working_memory import RecordedDecision, WorkingMemory
 from app.memories.records import ProducedMemory
 from app.memories.schemas import MemoryReportRead, ProducedMemoryRead
 from app.sessions.schemas import MessageRead
 
+DEFAULT_TURNS = 3
+DEFAULT_TOKEN_BUDGET = 12_000
+TURN_FIELDS = ("keep_recent_turn_count", "retained_message_token_budget", "min_raw_tail_steps")
 
-class CommitCreate(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+
+class TurnRetentionFields(BaseModel):
+    """Turn-aware retention of a commit: with ``retention_mode: "turn_budget"`` the kept tail is
+    the newest turns within a token budget, never splitting a tool group (docs/api.md)."""
+
     # Strict: "5" or true is a client's mistake to report, not a number to guess.
+    retention_mode: Literal["turn_budget"] | None = Field(
+        default=None, description="turn_budget: keep whole recent turns within a token budget"
+    )
+    keep_recent_turn_count: int | None = Field(
+        default=None,
+        ge=0,
+        le=10_000,
+        strict=True,
+        description="newest logical user turns kept raw (default 3; 0 archives all)",
+    )
+    retained_message_token_budget: int | None = Field(
+        default=None,
+        ge=1,
+        le=10_000_000,
+        strict=True,
+        description="tokens the kept turns may hold: oldest whole turns go first, then the "
+        "oldest steps of the newest turn (default 12000)",
+    )
+    min_raw_tail_steps: int | None = Field(
+        default=None,
+        ge=0,
+        le=10_000,
+        strict=True,
+        description="newest steps of a turn over the budget kept whatever the budget (default "
+        "1; 0 keeps one as well)",
+    )
+
+    @model_validator(mode="after")
+    def _turn_fields_need_the_mode(self) -> TurnRetentionFields:
+        given = [name for name in TURN_FIELDS if getattr(self, name) is not None]
+        if self.retention_mode is None and given:
+            raise ValueError(f'{", ".join(given)} requires retention_mode "turn_budget"')
+        return self
+
+    def turn_retention(self) -> TurnRetention | None:
+        if self.retention_mode is None:
+            return None
+        sent = self.model_fields_set
+        keep = getattr(self, "keep_recent_count", None) if "keep_recent_count" in sent else None
+        return TurnRetention(
+            turns=DEFAULT_TURNS
+            if self.keep_recent_turn_count is None
+            else self.keep_recent_turn_count,
+            token_budget=(
+                DEFAULT_TOKEN_BUDGET
+                if self.retained_message_token_budget is None
+                else self.retained_message_token_budget
+            ),
+            min_steps=1 if self.min_raw_tail_steps is None else self.min_raw_tail_steps,
+            remember_keep=keep,
+        )
+
+
+class CommitCreate(TurnRetentionFields):
+    model_config = ConfigDict(extra="forbid")
     keep_recent_count: int | None = Field(default=None, ge=0, le=10_000, strict=True)
     wait: bool = Field(default=False, strict=True)
     wait_timeout_s: float | None = Field(default=None, gt=0, le=600, strict=True)

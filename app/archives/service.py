@@ -18,6 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.archives.records import SectionVersionRow
 from app.archives.repository import ArchiveRepository, SplitRow
+from app.archives.retention import TurnRetention, kept_tail_start
 from app.archives.working_memory import RecordedDecision, WorkingMemory
 from app.errors import Conflict, NotFound
 from app.memories.records import ProducedMemory
@@ -145,9 +146,13 @@ class ArchiveService:
         self.archives = ArchiveRepository(db, principal.scope)
         self.memories = MemoryService(db, principal)
 
-    async def commit(self, agent_session_id: uuid.UUID, keep: int | None) -> CommitOutcome:
+    async def commit(
+        self, agent_session_id: uuid.UUID, keep: int | TurnRetention | None
+    ) -> CommitOutcome:
         # The row lock serialises commits (and appends) of one agent session.
         agent_session = await self.agent_sessions.get(agent_session_id, lock=True)
+        if isinstance(keep, TurnRetention):
+            return await self._commit_turns(agent_session, keep)
         keep = agent_session.keep_recent_count if keep is None else keep
         last_seq = agent_session.last_seq
         archived = agent_session.archived_upto_seq
@@ -199,6 +204,64 @@ class ArchiveService:
             pending_tokens=pending,
         )
         return CommitOutcome(agent_session, archive, None, pending, last_seq - end_seq)
+
+    async def _commit_turns(
+        self, agent_session: AgentSession, rule: TurnRetention
+    ) -> CommitOutcome:
+        """Phase 1 under turn-aware retention: the kept tail is chosen over the live messages
+        (``retention.kept_tail_start``); the session's remembered ``keep_recent_count`` is left as
+        it is (or becomes the ``keep_recent_count`` sent with the rule), and the pending counter
+        is what lies outside that window."""
+        agent_session_id = agent_session.agent_session_id
+        keep = agent_session.keep_recent_count if rule.remember_keep is None else rule.remember_keep
+        last_seq = agent_session.last_seq
+        archived = agent_session.archived_upto_seq
+        live = last_seq - archived
+        rows = (
+            await self.archives.split_rows(
+                agent_session_id, after_seq=archived, upto_seq=last_seq, limit=live
+            )
+            if live
+            else []
+        )
+        rows.reverse()
+        start = kept_tail_start(rows, rule)
+        tail = rows[start:]
+        pending = sum(row.token_count for row in tail if row.seq <= last_seq - keep)
+        if start == 0:
+            await self.agent_sessions.record_skipped_commit(
+                agent_session, keep, pending_tokens=pending
+            )
+            reason: SkipReason = "no_messages" if live == 0 else "all_within_keep_window"
+            return CommitOutcome(agent_session, None, reason, pending, live)
+        end_seq = rows[start - 1].seq
+        tail_tokens = sum(row.token_count for row in tail)
+        archived_tokens = sum(row.token_count for row in rows[:start])
+        archive = await self.archives.insert(
+            {
+                "agent_session_id": agent_session_id,
+                "archive_seq": agent_session.archive_count + 1,
+                "start_seq": archived + 1,
+                "end_seq": end_seq,
+                "status": ArchiveStatus.PENDING,
+                "keep_recent_count": len(tail),
+                "first_turn": rows[0].turn,
+                "last_turn": rows[start - 1].turn,
+                "tail_start_seq": end_seq + 1 if tail else None,
+                "tail_end_seq": last_seq if tail else None,
+                "tail_message_count": len(tail),
+                "tail_tokens": tail_tokens,
+                "archived_tokens": archived_tokens,
+            }
+        )
+        await self.agent_sessions.record_commit(
+            agent_session,
+            keep=keep,
+            end_seq=end_seq,
+            archived_tokens=archived_tokens,
+            pending_tokens=pending,
+        )
+        return CommitOutcome(agent_session, archive, None, pending, len(tail))
 
     async def store_imported(
         self,

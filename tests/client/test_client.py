@@ -198,3 +198,22 @@ async def test_a_write_sent_again_under_its_idempotency_key_is_stored_once(
         assert [m.seq for m in stored] == [1, 2]
         unkeyed = await workmem.append(created.id, message)
         assert unkeyed.message.seq == 3, "without a key, a repeat is a new message"
+
+
+async def test_commit_with_turn_retention(workmem_for: Factory, tenant: TenantKeys) -> None:
+    async with workmem_for(tenant.writer) as workmem:
+        created = await workmem.create_session()
+        await workmem.append_batch(created.id, CONVERSATION)
+        # Two turns (1-4 and 5): the newest one is kept, the first archived.
+        committed = await workmem.commit(
+            created.id,
+            retention_mode="turn_budget",
+            keep_recent_turn_count=1,
+            retained_message_token_budget=4000,
+            min_raw_tail_steps=1,
+        )
+        assert committed.archive is not None
+        assert (committed.archive.end_seq, committed.archive.tail_start_seq) == (4, 5)
+        with pytest.raises(ValidationError):
+            await workmem.commit(created.id, keep_recent_turn_count=1)
+        assert (await workmem.get_session(created.id)).archive_count == 1

@@ -245,7 +245,8 @@ async def commit_session(
 ) -> Envelope[CommitOut]:
     """Phase 1 now; the working memory is made in the background, and the answer's task id
     follows it (``GET /api/v1/tasks/{task_id}``)."""
-    keep = (body or CommitIn()).keep_recent_count
+    body = body or CommitIn()
+    keep = body.turn_retention() or body.keep_recent_count
     async with database.tenant(principal.tenant_id) as db:
         agent_session_id = await _agent_session_id(AgentSessionService(db, principal), session_id)
     result = await flows.commit(

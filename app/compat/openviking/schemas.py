@@ -14,7 +14,7 @@ from typing import Annotated, Any, Final, Literal
 
 from pydantic import BaseModel, Field
 
-from app.archives.schemas import ArchiveRead
+from app.archives.schemas import ArchiveRead, TurnRetentionFields
 from app.compat.openviking.ids import (
     SESSION_ID_MAX_LENGTH,
     SESSION_ID_PATTERN,
@@ -64,7 +64,7 @@ class MessageBatchIn(BaseModel):
     messages: list[MessageIn] = Field(min_length=1, max_length=BATCH_MAX_MESSAGES)
 
 
-class CommitIn(BaseModel):
+class CommitIn(TurnRetentionFields):
     keep_recent_count: int = Field(
         default=0,
         ge=0,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from workmem_client.call import Call, body, keyed, nothing, query, reads
 from workmem_client.models import (
@@ -153,14 +153,27 @@ def commit(
     agent_session_id: Id,
     *,
     keep_recent_count: int | None = None,
+    retention_mode: Literal["turn_budget"] | None = None,
+    keep_recent_turn_count: int | None = None,
+    retained_message_token_budget: int | None = None,
+    min_raw_tail_steps: int | None = None,
     wait: bool = False,
     wait_timeout_s: float | None = None,
     idempotency_key: str | None = None,
 ) -> Call[CommitRead]:
-    """Archive the live messages but the newest ``keep_recent_count``; with ``wait``, answer
-    once the working memory is written (``status`` ``done`` or ``failed``), or ``running``
-    when ``wait_timeout_s`` passed first."""
-    payload = body(keep_recent_count=keep_recent_count, wait_timeout_s=wait_timeout_s)
+    """Archive the live messages but the newest ``keep_recent_count``, or, with
+    ``retention_mode="turn_budget"``, but the newest ``keep_recent_turn_count`` whole turns
+    within ``retained_message_token_budget`` tokens (at least ``min_raw_tail_steps`` steps of
+    a turn over it); with ``wait``, answer once the working memory is written (``status``
+    ``done`` or ``failed``), or ``running`` when ``wait_timeout_s`` passed first."""
+    payload = body(
+        keep_recent_count=keep_recent_count,
+        retention_mode=retention_mode,
+        keep_recent_turn_count=keep_recent_turn_count,
+        retained_message_token_budget=retained_message_token_budget,
+        min_raw_tail_steps=min_raw_tail_steps,
+        wait_timeout_s=wait_timeout_s,
+    )
     payload["wait"] = wait
     return Call(
         "POST",
