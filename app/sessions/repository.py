@@ -351,6 +351,32 @@ class MessageRepository:
         )
         return {value for value in (await self.db.scalars(statement)).all() if value}
 
+    async def tool_results(
+        self, agent_session_id: uuid.UUID, *, tool_call_id: str | None = None
+    ) -> list[StoredMessage]:
+        """The agent session's tool results (``tool`` messages), oldest first; with
+        ``tool_call_id``, the one that answers that call (call ids are unique per session)."""
+        statement = select(*_STORED_COLUMNS).where(
+            *self._of(agent_session_id), Message.role == "tool"
+        )
+        if tool_call_id is not None:
+            statement = statement.where(Message.message["tool_call_id"].astext == tool_call_id)
+        rows = await self.db.execute(statement.order_by(Message.seq))
+        return [StoredMessage(*row) for row in rows.all()]
+
+    async def tool_calls(self, agent_session_id: uuid.UUID) -> list[Any]:
+        """The ``tool_calls`` lists of the agent session's assistant messages, oldest first."""
+        statement = (
+            select(Message.message["tool_calls"])
+            .where(
+                *self._of(agent_session_id),
+                Message.role == "assistant",
+                Message.message.has_key("tool_calls"),
+            )
+            .order_by(Message.seq)
+        )
+        return list((await self.db.scalars(statement)).all())
+
     async def sum_tokens(self, agent_session_id: uuid.UUID, after_seq: int, upto_seq: int) -> int:
         """Tokens of the messages with ``after_seq < seq <= upto_seq``."""
         if upto_seq <= after_seq:
