@@ -174,6 +174,15 @@ class AgentSessionRepository:
         what is counted under it stays true until the write that follows is committed."""
         await self.db.execute(_QUOTA_LOCK, {"tenant_id": self.scope.tenant_id})
 
+    async def lock_name(self, external_id: str) -> None:
+        """Hold the name ``external_id`` of the tenant until the transaction ends: another
+        transaction that asks for it waits, in every process. Keyed by the name, not the row,
+        so it holds before the agent session exists; taken first, with nothing else held."""
+        await self.db.execute(
+            text("SELECT pg_advisory_xact_lock(hashtextextended(:key, 0))"),
+            {"key": f"workmem:agent_session_name:{external_id}:{self.scope.tenant_id}"},
+        )
+
     async def count(self) -> int:
         """The tenant's agent sessions, whatever the scope's user."""
         statement = select(func.count()).where(AgentSession.tenant_id == self.scope.tenant_id)

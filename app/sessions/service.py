@@ -227,13 +227,14 @@ class AgentSessionService:
                 raise
             return found
 
-    async def tool_call_ids(self, external_id: str) -> set[str]:
-        """The tool-call ids already used in the agent session a client named (none when there
-        is no such session): new calls must not repeat one."""
-        found = await self.find_by_external_id(external_id)
-        if found is None:
-            return set()
-        return await self.messages.tool_call_ids(found.agent_session_id)
+    async def lock_name(self, external_id: str) -> None:
+        """Serialise, until the transaction ends, everything done under the name
+        ``external_id`` (of any user of the tenant) by the transactions that take this lock."""
+        await self.agent_sessions.lock_name(external_id)
+
+    async def tool_call_ids(self, agent_session_id: uuid.UUID) -> set[str]:
+        """The tool-call ids already used in the agent session: new calls must not repeat one."""
+        return await self.messages.tool_call_ids(agent_session_id)
 
     async def get_with_newest_archive(
         self, agent_session_id: uuid.UUID
