@@ -60,6 +60,10 @@ BODIES: dict[tuple[str, str], Any] = {
     ("post", "/v1/webhooks"): {"url": "https://93.184.216.34/hooks", "events": ["archive.done"]},
 }
 """A valid body for each operation that takes one (a new such route must be added here)."""
+QUERIES: dict[tuple[str, str], dict[str, str]] = {
+    ("get", "/api/v1/sessions/{session_id}/tool-results/{tool_result_id}/search"): {"q": "secret"},
+}
+"""The query of each operation that needs one to reach its object."""
 
 
 @dataclass
@@ -75,6 +79,7 @@ class Objects:
     memory_id: str
     webhook_id: str
     pin_id: str
+    tool_result_id: str
     message_count: int = 0
 
     def path_values(self) -> dict[str, str]:
@@ -89,6 +94,7 @@ class Objects:
             "memory_id": self.memory_id,
             "webhook_id": self.webhook_id,
             "pin_id": self.pin_id,
+            "tool_result_id": self.tool_result_id,
             "seq": "1",
         }
 
@@ -105,6 +111,7 @@ def missing_values() -> dict[str, str]:
         "memory_id": str(uuid.uuid4()),
         "webhook_id": str(uuid.uuid4()),
         "pin_id": str(uuid.uuid4()),
+        "tool_result_id": f"call_{uuid.uuid4().hex[:12]}",
         "seq": "1",
     }
 
@@ -120,6 +127,24 @@ async def objects_of(
         headers=writer,
     )
     assert created.status_code == 200, created.text
+    tool_result_id = f"call_{uuid.uuid4().hex[:12]}"
+    tooled = await http.post(
+        f"/api/v1/sessions/{external_id}/messages",
+        json={
+            "role": "assistant",
+            "parts": [
+                {
+                    "type": "tool",
+                    "tool_id": tool_result_id,
+                    "tool_name": "read_notes",
+                    "tool_output": "a secret of mine, as a tool read it",
+                    "tool_status": "completed",
+                }
+            ],
+        },
+        headers=writer,
+    )
+    assert tooled.status_code == 200, tooled.text
     listed = await http.get("/v1/sessions", params={"external_id": external_id}, headers=writer)
     agent_session_id = listed.json()["items"][0]["id"]
     await http.post(f"/v1/sessions/{agent_session_id}/commit", json={"wait": True}, headers=writer)
@@ -157,6 +182,7 @@ async def objects_of(
         remembered[0]["id"],
         hooked.json()["id"],
         pinned.json()["pin_id"],
+        tool_result_id,
     )
 
 
@@ -217,7 +243,13 @@ async def send(
     body = BODIES.get((method, template))
     if body is not None:
         body = json.loads(fill(json.dumps(body), values))
-    return await http.request(method, fill(template, values), json=body, headers=headers)
+    return await http.request(
+        method,
+        fill(template, values),
+        json=body,
+        headers=headers,
+        params=QUERIES.get((method, template)),
+    )
 
 
 World = tuple[Objects, Objects, Objects]

@@ -139,3 +139,33 @@ async def test_context_reads_do_not_grow_with_archives(
     # The index of archives never loads the overview Markdown of 20 archives.
     [index] = [statement for statement in more if "archives.abstract" in statement]
     assert "overview" not in index
+
+
+async def tool_append(counted: Counted, session_id: str) -> list[str]:
+    """The statements of one /api/v1 append with a tool part, after a warm-up append."""
+    body = {
+        "role": "assistant",
+        "parts": [{"type": "tool", "tool_id": "call_1", "tool_name": "ls", "tool_output": "ok"}],
+    }
+    path = f"/api/v1/sessions/{session_id}/messages"
+    response = await counted.http.post(path, json=body, headers=counted.keys.write)
+    assert response.status_code == 200, response.text
+    with counted.log.recording() as statements:
+        response = await counted.http.post(path, json=body, headers=counted.keys.write)
+    assert response.status_code == 200, response.text
+    return statements
+
+
+async def test_an_append_with_tool_parts_costs_the_same_whatever_the_session_holds(
+    counted: Counted,
+) -> None:
+    """The tenant setup, the lock on the session's name, the session, its call ids, the
+    append: one transaction, five statements, however many calls the session holds."""
+    few = await tool_append(counted, "tools-few")
+    for _ in range(6):
+        await tool_append(counted, "tools-many")
+    more = await tool_append(counted, "tools-many")
+    assert len(few) == len(more) == 5, "\n".join(more)
+    assert "set_config" in more[0]
+    assert more[1].startswith("SELECT pg_advisory_xact_lock")
+    assert "workmem_append(" in more[4]

@@ -113,6 +113,16 @@ async def workload(http: httpx.AsyncClient, keys: TenantKeys) -> None:
             {"role": "assistant", "content": "Fixed. KeyError: email is gone."},
         ]
     }
+    # Through /api/v1 with a tool part: under the lock on the session's name (created here,
+    # then appended to).
+    tool_part = {"type": "tool", "tool_id": "c1", "tool_name": "ls", "tool_output": "main.py"}
+    for _ in range(2):
+        added = await http.post(
+            "/api/v1/sessions/routed-tools/messages",
+            json={"role": "assistant", "parts": [tool_part]},
+            headers=keys.write,
+        )
+        assert added.status_code == 200, added.text
     # Under an idempotency key, twice: the claim, the answer stored, then the replay.
     for _ in range(2):
         await http.post(
@@ -200,7 +210,8 @@ async def test_every_statement_is_routed_by_one_tenant(recorded: list[Statement]
         if "workmem_quota_lock" in called:
             tenants = {str(params["tenant_id"])}
         if statement.sql.startswith("SELECT pg_advisory_xact_lock") and "key" in params:
-            # A tenant's own lock (its webhook subscriptions): the key ends with its tenant.
+            # A tenant's own lock (its webhook subscriptions, a session name): the key ends
+            # with its tenant.
             tenants = {str(params["key"]).rsplit(":", 1)[-1]}
         assert tenants is not None, f"no tenant_id filter: {statement.sql}"
         assert len(tenants) == 1, f"more than one tenant: {statement.sql} {tenants}"

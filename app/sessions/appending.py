@@ -11,7 +11,7 @@ database). Holds no rule of its own: each step is its module's.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -106,6 +106,28 @@ class AppendFlow:
         async with self.database.tenant(principal.tenant_id) as db:
             service = AgentSessionService(db, principal, self.limits)
             row = await service.get_or_create(external_id, keep_recent_count=keep_recent_count)
+            return await _store_within(db, principal.scope, row.agent_session_id, prepared)
+
+    async def append_named_with_call_ids(
+        self,
+        principal: Principal,
+        external_id: str,
+        build: Callable[[set[str]], Sequence[MessageCreate]],
+        *,
+        keep_recent_count: int,
+    ) -> AppendOutcome:
+        """Append to the agent session a client named (created when there is none) the
+        messages ``build`` makes from the tool-call ids the agent session already holds. The
+        name's lock, the read of those ids and the append are one transaction, so two appends
+        to one agent session, in any processes, never both read the ids before either stores
+        its own: each builds on everything the one before it stored. What ``build`` raises
+        leaves nothing stored, not even a new agent session."""
+        async with self.database.tenant(principal.tenant_id) as db:
+            service = AgentSessionService(db, principal, self.limits)
+            await service.lock_name(external_id)
+            row = await service.get_or_create(external_id, keep_recent_count=keep_recent_count)
+            messages = build(await service.tool_call_ids(row.agent_session_id))
+            prepared = await self.prepare(principal, messages)
             return await _store_within(db, principal.scope, row.agent_session_id, prepared)
 
     async def _store(

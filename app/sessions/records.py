@@ -41,3 +41,18 @@ class NewestArchive:
     start_seq: int
     end_seq: int
     status: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    """One tool result of an agent session: the text of the ``tool`` message that answers a
+    call, found by the call's id (unique within the agent session), with the called tool's
+    name (``""`` when no assistant message names the call)."""
+
+    tool_call_id: str
+    tool_name: str
+    seq: int
+    text: str
+    created_at: datetime
+    redacted: bool
+    retracted: bool

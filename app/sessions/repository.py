@@ -174,6 +174,15 @@ class AgentSessionRepository:
         what is counted under it stays true until the write that follows is committed."""
         await self.db.execute(_QUOTA_LOCK, {"tenant_id": self.scope.tenant_id})
 
+    async def lock_name(self, external_id: str) -> None:
+        """Hold the name ``external_id`` of the tenant until the transaction ends: another
+        transaction that asks for it waits, in every process. Keyed by the name, not the row,
+        so it holds before the agent session exists; taken first, with nothing else held."""
+        await self.db.execute(
+            text("SELECT pg_advisory_xact_lock(hashtextextended(:key, 0))"),
+            {"key": f"workmem:agent_session_name:{external_id}:{self.scope.tenant_id}"},
+        )
+
     async def count(self) -> int:
         """The tenant's agent sessions, whatever the scope's user."""
         statement = select(func.count()).where(AgentSession.tenant_id == self.scope.tenant_id)
@@ -341,6 +350,32 @@ class MessageRepository:
             *self._of(agent_session_id), Message.role == "tool"
         )
         return {value for value in (await self.db.scalars(statement)).all() if value}
+
+    async def tool_results(
+        self, agent_session_id: uuid.UUID, *, tool_call_id: str | None = None
+    ) -> list[StoredMessage]:
+        """The agent session's tool results (``tool`` messages), oldest first; with
+        ``tool_call_id``, the one that answers that call (call ids are unique per session)."""
+        statement = select(*_STORED_COLUMNS).where(
+            *self._of(agent_session_id), Message.role == "tool"
+        )
+        if tool_call_id is not None:
+            statement = statement.where(Message.message["tool_call_id"].astext == tool_call_id)
+        rows = await self.db.execute(statement.order_by(Message.seq))
+        return [StoredMessage(*row) for row in rows.all()]
+
+    async def tool_calls(self, agent_session_id: uuid.UUID) -> list[Any]:
+        """The ``tool_calls`` lists of the agent session's assistant messages, oldest first."""
+        statement = (
+            select(Message.message["tool_calls"])
+            .where(
+                *self._of(agent_session_id),
+                Message.role == "assistant",
+                Message.message.has_key("tool_calls"),
+            )
+            .order_by(Message.seq)
+        )
+        return list((await self.db.scalars(statement)).all())
 
     async def sum_tokens(self, agent_session_id: uuid.UUID, after_seq: int, upto_seq: int) -> int:
         """Tokens of the messages with ``after_seq < seq <= upto_seq``."""

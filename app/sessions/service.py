@@ -29,7 +29,7 @@ from app.sessions.prepare import PreparedAppend as PreparedAppend
 from app.sessions.prepare import check_metadata_size
 from app.sessions.prepare import prepare_append as prepare_append
 from app.sessions.prepare import prepare_append_off_loop as prepare_append_off_loop
-from app.sessions.records import NewestArchive, StoredMessage
+from app.sessions.records import NewestArchive, StoredMessage, ToolResult
 from app.sessions.repository import (
     QUOTA_RETRY_AFTER_S,
     AgentSessionRepository,
@@ -39,6 +39,7 @@ from app.sessions.repository import (
 )
 from app.sessions.schemas import AgentSessionCreate
 from app.tenancy.principal import Principal, Scope
+from app.wm.messages import content_text
 
 
 @dataclass(frozen=True, slots=True)
@@ -226,13 +227,14 @@ class AgentSessionService:
                 raise
             return found
 
-    async def tool_call_ids(self, external_id: str) -> set[str]:
-        """The tool-call ids already used in the agent session a client named (none when there
-        is no such session): new calls must not repeat one."""
-        found = await self.find_by_external_id(external_id)
-        if found is None:
-            return set()
-        return await self.messages.tool_call_ids(found.agent_session_id)
+    async def lock_name(self, external_id: str) -> None:
+        """Serialise, until the transaction ends, everything done under the name
+        ``external_id`` (of any user of the tenant) by the transactions that take this lock."""
+        await self.agent_sessions.lock_name(external_id)
+
+    async def tool_call_ids(self, agent_session_id: uuid.UUID) -> set[str]:
+        """The tool-call ids already used in the agent session: new calls must not repeat one."""
+        return await self.messages.tool_call_ids(agent_session_id)
 
     async def get_with_newest_archive(
         self, agent_session_id: uuid.UUID
@@ -361,6 +363,22 @@ class AgentSessionService:
         callers that hold a row only a visible agent session has, as ``messages_between``."""
         return await self.messages.read_seqs(agent_session_id, seqs) if seqs else []
 
+    async def tool_results(self, agent_session_id: uuid.UUID) -> list[ToolResult]:
+        """The agent session's tool results, oldest first, for callers that hold a row only a
+        visible agent session has, as ``messages_between``."""
+        rows = await self.messages.tool_results(agent_session_id)
+        names = _tool_names(await self.messages.tool_calls(agent_session_id)) if rows else {}
+        return [_tool_result(row, names) for row in rows]
+
+    async def tool_result(self, agent_session_id: uuid.UUID, tool_call_id: str) -> ToolResult:
+        """The tool result that answers ``tool_call_id`` (``NotFound`` when none does), for
+        callers that hold a visible agent session's id, as ``tool_results``."""
+        rows = await self.messages.tool_results(agent_session_id, tool_call_id=tool_call_id)
+        if not rows:
+            raise NotFound(f"no tool result answers the call {tool_call_id!r}")
+        names = _tool_names(await self.messages.tool_calls(agent_session_id))
+        return _tool_result(rows[0], names)
+
     async def recompute_pending(self, agent_session: AgentSession) -> int:
         """``pending_tokens`` from the rows: live messages outside the keep window."""
         keep = agent_session.keep_recent_count
@@ -376,3 +394,27 @@ class AgentSessionService:
         if repair and recomputed != agent_session.pending_tokens:
             await self.agent_sessions.set_pending_tokens(agent_session_id, recomputed)
         return PendingDrift(agent_session_id, agent_session.pending_tokens, recomputed)
+
+
+def _tool_names(tool_call_lists: Sequence[Any]) -> dict[str, str]:
+    """Call id to tool name, from the ``tool_calls`` of assistant messages."""
+    names: dict[str, str] = {}
+    for calls in tool_call_lists:
+        for call in calls if isinstance(calls, list) else ():
+            function = call.get("function") if isinstance(call, dict) else None
+            if isinstance(function, dict) and isinstance(call.get("id"), str):
+                names[call["id"]] = str(function.get("name") or "")
+    return names
+
+
+def _tool_result(row: StoredMessage, names: dict[str, str]) -> ToolResult:
+    call_id = str(row.message.get("tool_call_id") or "")
+    return ToolResult(
+        tool_call_id=call_id,
+        tool_name=names.get(call_id, ""),
+        seq=row.seq,
+        text=content_text(row.message.get("content")),
+        created_at=row.created_at,
+        redacted=row.redacted_at is not None,
+        retracted=row.retracted_at is not None,
+    )

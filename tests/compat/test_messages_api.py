@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -15,6 +17,7 @@ from app.tenancy import service as tenancy
 from app.tenancy.principal import Role
 from tests.compat.helpers import API, append, failed, ok, user, validation_locs
 from tests.conftest import AppFactory, TenantKeys
+from tests.support.servers import Server
 
 TOOL_PART = {
     "type": "tool",
@@ -222,3 +225,71 @@ async def test_a_tool_id_repeated_across_appends_gets_a_call_id_of_its_own(
     context = ok(await client.get(f"{API}/sessions/repeats/context", headers=tenant.read))
     tool_ids = [part["tool_id"] for m in context["messages"] for part in m["parts"]]
     assert tool_ids == ["call_7"] * 3
+
+
+@pytest.mark.parametrize("name", ["concurrent-tools", "concurrent-tools-new"])
+async def test_concurrent_appends_with_tool_parts_never_repeat_a_call_id(
+    client: httpx.AsyncClient, tenant: TenantKeys, name: str
+) -> None:
+    """Appends racing to one session (existing or not yet created), each repeating the same
+    tool_id twice: every stored call id of the session is used once, answered once."""
+    if name == "concurrent-tools":
+        await append(client, tenant.write, name, user("Run the tests"))
+    message = {"role": "assistant", "parts": [TOOL_PART, TOOL_PART]}
+    responses = await asyncio.gather(
+        *(
+            client.post(f"{API}/sessions/{name}/messages", json=message, headers=tenant.write)
+            for _ in range(12)
+        )
+    )
+    for response in responses:
+        ok(response)
+    stored = await v1_messages(client, tenant, name)
+    calls = [
+        call["id"]
+        for m in stored
+        if m["role"] == "assistant"
+        for call in m["message"]["tool_calls"]
+    ]
+    assert len(calls) == 24
+    assert len(set(calls)) == 24, sorted(calls)
+    answers = sorted(m["message"]["tool_call_id"] for m in stored if m["role"] == "tool")
+    assert answers == sorted(calls)
+
+
+@pytest.mark.e2e
+def test_appends_with_tool_parts_from_threads_to_two_server_processes(tmp_path: Path) -> None:
+    """The same race across processes: threads posting to ``workmem serve --workers 2``, whose
+    two processes share nothing but the database."""
+    server = Server(tmp_path / "home", "--workers", "2")
+    try:
+        server.wait_ready()
+        key = (tmp_path / "home" / "local-api-key").read_text().strip()
+        message = {"role": "assistant", "parts": [TOOL_PART, TOOL_PART]}
+
+        def post(_: int) -> int:
+            with httpx.Client(
+                base_url=server.base_url, headers={"Authorization": f"Bearer {key}"}, timeout=60
+            ) as http:
+                return http.post(f"{API}/sessions/threads/messages", json=message).status_code
+
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            assert list(pool.map(post, range(16))) == [200] * 16
+        with httpx.Client(
+            base_url=server.base_url, headers={"Authorization": f"Bearer {key}"}, timeout=60
+        ) as http:
+            [item] = http.get("/v1/sessions", params={"external_id": "threads"}).json()["items"]
+            listed = http.get(f"/v1/sessions/{item['id']}/messages", params={"limit": 200})
+            stored = listed.json()["items"]
+    finally:
+        log = server.stop()
+    calls = [
+        call["id"]
+        for m in stored
+        if m["role"] == "assistant"
+        for call in m["message"]["tool_calls"]
+    ]
+    assert len(calls) == len(set(calls)) == 32, sorted(calls)
+    answers = sorted(m["message"]["tool_call_id"] for m in stored if m["role"] == "tool")
+    assert answers == sorted(calls)
+    assert '"level": "error"' not in log

@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 from app.cli import cli
 from app.db import Database
 from tests.importer.conftest import row_counts, snapshot
-from tests.support.openviking import SAMPLE, scaled_workspace
+from tests.support.openviking import SAMPLE, SESSIONS, copy_sample, scaled_workspace
 from tests.support.postgres import DatabaseUrls
 from tests.support.servers import workmem_command
 
@@ -186,3 +186,78 @@ async def _snapshot(url: str, tenant: str) -> dict[str, list[tuple[object, ...]]
         return await snapshot(database, uuid.UUID(tenant))
     finally:
         await database.dispose()
+
+
+@pytest.mark.parametrize(("first", "second"), [(Path(), Path("viking")), (Path("viking"), Path())])
+def test_naming_the_workspace_or_its_viking_folder_is_the_same_import(
+    env: dict[str, str], tmp_path: Path, first: Path, second: Path
+) -> None:
+    tenant = new_tenant(env)
+    command = [*workmem_command(), "import", "openviking"]
+    imported = subprocess.run(
+        [*command, str(SAMPLE / first), "--tenant", tenant],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert imported.returncode == 0, imported.stderr
+    assert "3 imported of 3 found" in imported.stdout
+    before = asyncio.run(_snapshot(env["DATABASE_URL"], tenant))
+
+    report = tmp_path / "report.json"
+    again = subprocess.run(
+        [*command, str(SAMPLE / second), "--tenant", tenant, "--report", str(report)],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert again.returncode == 0, again.stderr
+    assert "0 imported of 3 found; 3 already imported, 0 changed since import" in again.stdout
+    written = json.loads(report.read_text())
+    assert [s["status"] for s in written["sessions"]] == ["already_imported"] * 3
+    assert "delete" not in (again.stdout + again.stderr + report.read_text()).lower()
+    assert asyncio.run(_snapshot(env["DATABASE_URL"], tenant)) == before
+
+
+def test_a_session_that_changed_since_is_reported_without_advice_to_delete(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    tenant = new_tenant(env)
+    workspace = copy_sample(tmp_path / "ws")
+    command = [*workmem_command(), "import", "openviking"]
+    imported = subprocess.run(
+        [*command, str(workspace), "--tenant", tenant],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert imported.returncode == 0, imported.stderr
+    before = asyncio.run(_snapshot(env["DATABASE_URL"], tenant))
+    messages = workspace / SESSIONS / "locomo-conv26" / "messages.jsonl"
+    lines = messages.read_text().splitlines()
+    messages.write_text("\n".join(lines[:-1]) + "\n")
+
+    report = tmp_path / "report.json"
+    again = subprocess.run(
+        [*command, str(workspace / "viking"), "--tenant", tenant, "--report", str(report)],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    said = again.stdout + again.stderr + report.read_text()
+    assert "2 already imported, 1 changed since import" in again.stdout, said
+    assert "delete" not in said.lower()
+    written = json.loads(report.read_text())
+    changed = [s for s in written["sessions"] if s["status"] == "changed_since_import"]
+    assert len(changed) == 1
+    assert "nothing in it is removed or replaced" in json.dumps(written)
+    assert "--tenant" in json.dumps(written)
+    assert asyncio.run(_snapshot(env["DATABASE_URL"], tenant)) == before

@@ -27,6 +27,7 @@ from app.compat.openviking.envelope import (
     error_response,
     validation_details,
 )
+from app.compat.openviking.tool_result_routes import router as tool_results_router
 from app.errors import AppError, field_errors
 from app.web.docs_pages import OfflineDocsPolicy
 from app.web.errors import SubApps, unexpected_error
@@ -124,6 +125,7 @@ def create_openviking_app() -> FastAPI:
 
     api.include_router(router)
     api.include_router(tasks_router)
+    api.include_router(tool_results_router)
     without_validation_422(api)
     document_links(api, LINKS)
     document_security(api)

@@ -172,28 +172,33 @@ async def _append(
     session_id: str,
     messages: list[MessageIn],
     principal: Principal,
-    database: DatabaseDep,
     flow: AppendFlow,
 ) -> AppendOutcome:
     """Append, creating the session first when it does not exist: a batch that fails
     validation stores nothing, not even the session. Tool-call ids are made unique within the
-    session, so its history stays a conversation a model API accepts."""
-    ids = ToolCallIds()
+    session, so its history stays a conversation a model API accepts: a batch with tool parts
+    reads the session's ids and is stored under the session's lock (docs/openviking-api.md)."""
+
+    def creates(seen: set[str]) -> list[MessageCreate]:
+        ids = ToolCallIds(seen)
+        try:
+            return [
+                MessageCreate.model_validate(stored)
+                for message in messages
+                for stored in to_openai(message, ids)
+            ]
+        except ValidationError as error:  # a rule only the OpenAI form of a message can break
+            raise InvalidInput(
+                "a message is not valid once in OpenAI's format",
+                errors=field_errors(error.errors()),
+            ) from error
+
     if any(isinstance(part, ToolPart) for message in messages for part in message.parts or ()):
-        async with database.tenant(principal.tenant_id) as db:
-            ids.seen = await AgentSessionService(db, principal).tool_call_ids(session_id)
-    try:
-        creates = [
-            MessageCreate.model_validate(stored)
-            for message in messages
-            for stored in to_openai(message, ids)
-        ]
-    except ValidationError as error:  # a rule only the OpenAI form of a message can break
-        raise InvalidInput(
-            "a message is not valid once in OpenAI's format", errors=field_errors(error.errors())
-        ) from error
+        return await flow.append_named_with_call_ids(
+            principal, session_id, creates, keep_recent_count=NEW_SESSION_KEEP_RECENT
+        )
     return await flow.append_named(
-        principal, session_id, creates, keep_recent_count=NEW_SESSION_KEEP_RECENT
+        principal, session_id, creates(set()), keep_recent_count=NEW_SESSION_KEEP_RECENT
     )
 
 
@@ -202,10 +207,9 @@ async def add_message(
     session_id: SessionPath,
     body: MessageIn,
     principal: Writer,
-    database: DatabaseDep,
     flow: AppendFlowDep,
 ) -> Envelope[MessageAdded]:
-    outcome = await _append(session_id, [body], principal, database, flow)
+    outcome = await _append(session_id, [body], principal, flow)
     return Envelope(
         result=MessageAdded(
             session_id=session_id,
@@ -220,10 +224,9 @@ async def add_messages(
     session_id: SessionPath,
     body: MessageBatchIn,
     principal: Writer,
-    database: DatabaseDep,
     flow: AppendFlowDep,
 ) -> Envelope[MessagesAdded]:
-    outcome = await _append(session_id, body.messages, principal, database, flow)
+    outcome = await _append(session_id, body.messages, principal, flow)
     return Envelope(
         result=MessagesAdded(
             session_id=session_id,

@@ -105,7 +105,12 @@ class _SessionReader:
         self.base = base
         self.max_message_bytes = max_message_bytes
         self.problems: list[Problem] = []
+        # The digest names each file from the workspace's ``viking`` folder, so the identity of
+        # a session does not depend on which folder was named; the second one names it from the
+        # folder above, as runs that named the workspace folder itself once stored it.
         self.digest = hashlib.sha256()
+        self.named_above = hashlib.sha256()
+        self.root_name = f"{ref.account}/user/{ref.user}/sessions/{ref.session_id}"
         self.ids = ToolCallIds()
         self.seen: set[str] = set()
         self.last_time: datetime | None = None
@@ -120,9 +125,13 @@ class _SessionReader:
         if not path.is_file():
             return None
         data = path.read_bytes()
-        name = self.rel(path).encode()
+        inside = path.relative_to(self.ref.directory).as_posix()
+        name = f"{self.root_name}/{inside}".encode()
+        above = b"viking/" + name
         self.digest.update(len(name).to_bytes(8, "big") + name)
         self.digest.update(len(data).to_bytes(8, "big") + data)
+        self.named_above.update(len(above).to_bytes(8, "big") + above)
+        self.named_above.update(len(data).to_bytes(8, "big") + data)
         return data
 
     def text(self, path: Path) -> str | None:
@@ -313,6 +322,7 @@ class _SessionReader:
             keep_recent_count=_number(meta.get("keep_recent_count")) if meta else None,
             pending_tokens=_number(meta.get("pending_tokens")) if meta else None,
             fingerprint=self.digest.hexdigest(),
+            same_files=frozenset({self.digest.hexdigest(), self.named_above.hexdigest()}),
             problems=tuple(self.problems),
         )
 

@@ -149,8 +149,10 @@ class SessionRef:
 class OvSession:
     """One session folder as read: archives in index order, then the live messages.
 
-    ``fingerprint`` is a digest of every file the import reads, so a later run can tell an
-    unchanged session from one that grew since it was imported.
+    ``fingerprint`` is a digest of every file the import reads (each named from the workspace's
+    ``viking`` folder), so a later run can tell an unchanged session from one that grew since it
+    was imported, whichever of the two folders either run named; ``same_files`` also holds the
+    digest as earlier releases stored it after naming the workspace folder (files named from it).
     """
 
     ref: SessionRef
@@ -162,6 +164,7 @@ class OvSession:
     pending_tokens: int | None
     fingerprint: str
     problems: tuple[Problem, ...]
+    same_files: frozenset[str] = frozenset()
 
     @property
     def messages(self) -> tuple[OvMessage, ...]:

@@ -109,7 +109,7 @@ def _existing_outcome(
     session: OvSession, agent_session_id: uuid.UUID, fingerprint: str | None
 ) -> SessionOutcome:
     path = session.ref.path
-    if fingerprint == session.fingerprint:
+    if fingerprint == session.fingerprint or fingerprint in session.same_files:
         return SessionOutcome(
             session, SessionStatus.ALREADY_IMPORTED, (), agent_session_id=agent_session_id
         )
@@ -132,8 +132,10 @@ def _existing_outcome(
         path,
         None,
         ProblemKind.CHANGED_SINCE_IMPORT,
-        f"the files changed since agent session {agent_session_id} was imported from them; "
-        "it is left as it is (delete it and re-run to import the new state)",
+        f"the files differ from those agent session {agent_session_id} was imported from "
+        "(OpenViking kept working on it, or they were edited); the agent session is left as it "
+        "is with everything that continued in it, and nothing in it is removed or replaced. "
+        "To have both, import the workspace into another tenant (--tenant)",
     )
     return SessionOutcome(
         session,
