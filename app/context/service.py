@@ -101,10 +101,13 @@ class ContextService:
                 limit=recall.limit,
                 min_score=recall.min_score,
             )
-        index = await self.archives.index(agent_session_id, limit=ARCHIVE_INDEX_LIMIT)
         working_memory = None
         if agent_session.archive_count:
             working_memory = await self.archives.working_memory(agent_session_id, visible=True)
+        # Read after the working memory: an archive finishing in between then shows as done
+        # (its messages still raw) rather than the summary coming from an archive listed as
+        # still running.
+        index = await self.archives.index(agent_session_id, limit=ARCHIVE_INDEX_LIMIT)
         floor_seq = working_memory.covered_end_seq if working_memory is not None else 0
         pins = await pins_in_force(self.db, self.principal.scope, agent_session_id)
         window = await self._window(agent_session, floor_seq, budget.usable, clearing)
