@@ -172,6 +172,20 @@ async def retry_archive(
     return archive_read(archive)
 
 
+@router.post(
+    "/{agent_session_id}/archives/{archive_seq:int}:clear", responses=problems(404, 409, 422)
+)
+async def clear_archive(
+    agent_session_id: uuid.UUID,
+    archive_seq: ArchiveSeq,
+    principal: Writer,
+    database: DatabaseDep,
+) -> ArchiveRead:
+    async with database.tenant(principal.tenant_id) as db:
+        archive = await ArchiveService(db, principal).clear(agent_session_id, archive_seq)
+    return archive_read(archive)
+
+
 @router.get("/{agent_session_id}/working-memory", responses=problems(404, 422))
 async def working_memory(
     agent_session_id: uuid.UUID, principal: Reader, database: DatabaseDep

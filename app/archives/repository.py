@@ -305,7 +305,7 @@ class ArchiveRepository:
                     *self._of(agent_session_id),
                     Archive.archive_seq > after_seq,
                     Archive.archive_seq < before_seq,
-                    Archive.status == ArchiveStatus.FAILED,
+                    Archive.status.in_((ArchiveStatus.FAILED, ArchiveStatus.CLEARED)),
                 )
                 .order_by(Archive.archive_seq)
             )

@@ -461,3 +461,15 @@ class ArchiveService:
             finished_at=None,
         )
         return await self.get(agent_session_id, archive_seq)
+
+    async def clear(self, agent_session_id: uuid.UUID, archive_seq: int) -> Archive:
+        """Set a failed archive aside for good; the next archive covers its messages."""
+        archive = await self.archives.get(agent_session_id, archive_seq, lock=True)
+        if archive is None:
+            return await self.get(agent_session_id, archive_seq)  # raises the 404
+        if archive.status != ArchiveStatus.FAILED:
+            raise Conflict(f"archive {archive_seq} is {archive.status}; only failed ones clear")
+        await self.archives.set_fields(
+            agent_session_id, archive_seq, status=ArchiveStatus.CLEARED, lease_until=None
+        )
+        return await self.get(agent_session_id, archive_seq)

@@ -53,7 +53,9 @@ class Archive(Base):
             ondelete="CASCADE",
         ),
         CheckConstraint("start_seq <= end_seq", name="range"),
-        CheckConstraint("status IN ('pending', 'running', 'done', 'failed')", name="status"),
+        CheckConstraint(
+            "status IN ('pending', 'running', 'done', 'failed', 'cleared')", name="status"
+        ),
         # The claim query scans only unfinished archives, oldest available first.
         Index(
             "ix_archives_unfinished",

@@ -1,6 +1,7 @@
 """A failed archive never wedges its session, against the real ``workmem serve`` process whose
 model cannot be reached: through ``/v1`` and ``/api/v1``, every later commit is accepted, before
-and after a restart; the failed archive's messages stay in the context, and it can be retried."""
+and after a restart; the failed archive's messages stay in the context, and it can be retried
+or cleared."""
 
 from __future__ import annotations
 
@@ -116,5 +117,16 @@ def test_a_failed_archive_never_wedges_a_session_even_after_a_restart(tmp_path: 
             assert retried.json()["attempt"] in (0, 1)
             done = http.post(f"/v1/sessions/{native}/archives/9:retry")
             assert done.status_code == 404, done.text
+
+            # Or set aside for good: cleared once, refused after, unknown ones 404.
+            cleared = http.post(f"/v1/sessions/{native}/archives/3:clear")
+            assert cleared.status_code == 200, cleared.text
+            assert cleared.json()["status"] == "cleared"
+            again_cleared = http.post(f"/v1/sessions/{native}/archives/3:clear")
+            assert again_cleared.status_code == 409, again_cleared.text
+            unknown = http.post(f"/v1/sessions/{native}/archives/9:clear")
+            assert unknown.status_code == 404, unknown.text
+            shown = http.get(f"/v1/sessions/{native}/archives/3")
+            assert shown.json()["status"] == "cleared"
     finally:
         again.stop()

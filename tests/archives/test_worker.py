@@ -408,3 +408,45 @@ async def test_history_pages_by_archive_and_position(
                 "after_position": body.get("next_after_position", 7),
             }
     assert rows == [(archive, position) for archive in range(1, 9) for position in range(1, 8)]
+
+
+async def test_a_cleared_archive_never_runs_again_and_the_next_covers_it(
+    own_database: Database, app_client: AppFactory
+) -> None:
+    keys = await make_tenant(own_database)
+    chat = ScriptedChatModel(
+        [PermanentModelError("rejected", code="client_error", status=400), created(FIRST_WM)]
+    )
+    worker = ArchiveWorker(own_database, WorkingMemoryGenerator(chat, fallback="none"), FAST)
+    async with app_client(own_database) as http:
+        agent_session_id = await create_session(http, keys)
+        base = f"/v1/sessions/{agent_session_id}/archives"
+        await append(http, keys, agent_session_id, [user("the first secret is 4242")])
+        await commit(http, keys, agent_session_id, keep_recent_count=0)
+        # Only a failed archive clears: a pending one is refused, and nothing changes.
+        pending = await http.post(f"{base}/1:clear", headers=keys.write)
+        assert pending.status_code == 409, pending.text
+        await drain_all([worker])
+        unknown = await http.post(f"{base}/2:clear", headers=keys.write)
+        assert unknown.status_code == 404, unknown.text
+        reader = await http.post(f"{base}/1:clear", headers=keys.read)
+        assert reader.status_code == 403, reader.text
+        cleared = await http.post(f"{base}/1:clear", headers=keys.write)
+        assert cleared.status_code == 200, cleared.text
+        assert cleared.json()["status"] == "cleared"
+        twice = await http.post(f"{base}/1:clear", headers=keys.write)
+        assert twice.status_code == 409, twice.text
+        retried = await http.post(f"{base}/1:retry", headers=keys.write)
+        assert retried.status_code == 409, retried.text
+        await drain_all([worker])
+        [first] = await archive_rows(own_database, keys.tenant_id)
+        assert (first["status"], first["attempt"]) == ("cleared", 1)
+
+        await append(http, keys, agent_session_id, [user("second part")])
+        await commit(http, keys, agent_session_id, keep_recent_count=0)
+        await drain_all([worker])
+        first, second = await archive_rows(own_database, keys.tenant_id)
+        assert (first["status"], first["attempt"]) == ("cleared", 1)
+        assert second["status"] == "done"
+        assert second["covers_failed_archives"] == [1]
+        assert "the first secret is 4242" in chat.calls[-1].user

@@ -28,7 +28,7 @@ def context_out(context: AssembledContext) -> ContextOut:
     failed = sum(
         1
         for archive in context.index
-        if archive.status == "failed" and archive.archive_seq > covered
+        if archive.status in ("failed", "cleared") and archive.archive_seq > covered
     )
     total = context.agent_session.archive_count
     in_answer = 1 if overview else 0

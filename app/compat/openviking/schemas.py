@@ -51,6 +51,7 @@ TASK_STATUS: Final[Mapping[str, TaskStatus]] = {
     "running": "running",
     "done": "completed",
     "failed": "failed",
+    "cleared": "failed",
 }
 
 

@@ -72,12 +72,13 @@ class AppendResult(BaseModel):
 
 
 class ArchiveStatus(StrEnum):
-    """An archive is also its job: pending → running → done | failed (DESIGN 6.2)."""
+    """An archive is also its job: pending → running → done | failed (DESIGN 6.2); an operator may set a failed one aside as ``cleared``: never run again, its messages left to the next archive."""
 
     PENDING = "pending"
     RUNNING = "running"
     DONE = "done"
     FAILED = "failed"
+    CLEARED = "cleared"
 
 
 class DecisionRead(BaseModel):
