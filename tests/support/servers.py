@@ -61,7 +61,9 @@ class Server:
             if "serving on" in line:
                 break
             if self.process.poll() is not None:
-                raise AssertionError(f"serve exited early: {self.lines}")
+                self.log.flush()
+                stderr = self.log_text().strip().splitlines()[-20:]
+                raise AssertionError(f"serve exited early: {self.lines} {stderr}")
         while time.monotonic() < deadline:
             try:
                 if httpx.get(f"{self.base_url}/readyz", timeout=2).status_code == 200:
