@@ -11,11 +11,11 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any, Literal
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.archives.imported import IMPORT_GENERATOR, ImportedArchive, imported_section_rows
 from app.archives.records import SectionVersionRow
 from app.archives.repository import ArchiveRepository, SplitRow
 from app.archives.retention import TurnRetention, kept_tail_start
@@ -27,15 +27,10 @@ from app.models import AgentSession, Archive, ArchiveStatus, WmSectionVersion
 from app.sessions.records import StoredMessage
 from app.sessions.service import AgentSessionService
 from app.tenancy.principal import Principal
-from app.wm.items import split_items
-from app.wm.sections import SECTIONS, ParsedDocument, Section, render
+from app.wm.sections import Section, render
 from app.wm.tokens import count_tokens
 
 SkipReason = Literal["no_messages", "all_within_keep_window"]
-
-IMPORT_GENERATOR = "import"
-"""The generator recorded on archives and section rows brought in from another store (the
-same value the legacy-upgrading migration writes)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,64 +73,6 @@ class HistoryPage:
 
     items: Sequence[WmSectionVersion]
     next_after: tuple[int, int] | None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ImportedArchive:
-    """An archive brought in from another store, with the range and state it had there.
-
-    ``document`` (the seven sections) becomes seven section rows with ``op_applied = IMPORT``;
-    ``legacy_overview`` (free text) is kept for the next commit to upgrade (DESIGN 6.3); with
-    neither, the archive has no working memory. ``tail_end_seq`` ends the preserved tail its
-    commit kept live (``None``: it kept none).
-    """
-
-    start_seq: int
-    end_seq: int
-    tail_end_seq: int | None
-    status: ArchiveStatus
-    keep_recent_count: int | None
-    created_at: datetime | None
-    finished_at: datetime | None = None
-    error_stage: str | None = None
-    last_error: str | None = None
-    document: ParsedDocument | None = None
-    legacy_overview: str | None = None
-    abstract: str | None = None
-    note: str | None = None
-
-
-def imported_section_rows(
-    agent_session_id: uuid.UUID,
-    archive_seq: int,
-    document: ParsedDocument,
-    created_at: datetime | None,
-) -> list[SectionVersionRow]:
-    """Seven ``IMPORT`` rows; text outside the seven sections rides in the first row's
-    ``details``, as the legacy-upgrading migration keeps it."""
-    kept_aside = {
-        "preamble": document.preamble,
-        "extra": [{"heading": extra.heading, "body": extra.body} for extra in document.extra],
-    }
-    return [
-        SectionVersionRow(
-            agent_session_id=agent_session_id,
-            archive_seq=archive_seq,
-            section=section,
-            position=position,
-            content=document.sections[section],
-            token_count=count_tokens(document.sections[section]),
-            item_count=len(split_items(document.sections[section])),
-            op_requested=None,
-            op_applied="IMPORT",
-            guard=None,
-            reason="imported",
-            details=kept_aside if position == 1 else {},
-            generator=IMPORT_GENERATOR,
-            created_at=created_at,
-        )
-        for position, section in enumerate(SECTIONS, start=1)
-    ]
 
 
 class ArchiveService:

@@ -15,8 +15,9 @@ from typing import Any, Final
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.archives.imported import ImportedArchive
 from app.archives.jobs import abstract_of
-from app.archives.service import ArchiveService, ImportedArchive
+from app.archives.service import ArchiveService
 from app.importer.openviking.overview import legacy_abstract
 from app.importer.openviking.records import (
     OvArchive,
