@@ -2,9 +2,8 @@
 
 Owns the unit of work, the per-transaction tenant + role setup that row-level security relies
 on, and the bounds on every connection (how long getting one may take, Postgres's own statement
-timeout, TCP keepalives). Never contains feature SQL. Driver errors are translated here, once,
-into what they are: ``Unavailable`` (unreachable), ``DatabaseTimeout`` (a statement or a lock
-wait cancelled by Postgres) or ``DatabaseConflict`` (a deadlock, a serialization failure).
+timeout, TCP keepalives). Never contains feature SQL. Driver errors are translated into
+application errors by ``app.db_errors``.
 """
 
 from __future__ import annotations
@@ -23,7 +22,6 @@ from typing import Any, ClassVar, cast
 import psycopg
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 from sqlalchemy import DateTime, MetaData, event, text
-from sqlalchemy import exc as sa_exc
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import (
@@ -35,7 +33,7 @@ from sqlalchemy.ext.asyncio import (
 from sqlalchemy.orm import DeclarativeBase, ORMExecuteState, Session
 
 from app.config import Settings
-from app.errors import DatabaseConflict, DatabaseTimeout, Unavailable
+from app.db_errors import _TRANSLATED, translate
 
 logger = logging.getLogger(__name__)
 
@@ -146,15 +144,6 @@ def _fresh_rows(state: ORMExecuteState) -> None:
         state.update_execution_options(populate_existing=True)
 
 
-def is_unavailable(error: BaseException) -> bool:
-    """True when a driver error means the database cannot be reached right now."""
-    if isinstance(error, sa_exc.TimeoutError | psycopg.OperationalError):
-        return True
-    if isinstance(error, sa_exc.DBAPIError):
-        return bool(error.connection_invalidated) or isinstance(error, sa_exc.OperationalError)
-    return False
-
-
 # set_config(..., true) is SET LOCAL: the setting ends with the transaction, so a pooled
 # connection never carries one tenant into the next request. The login role itself is the
 # application's (never a superuser, never BYPASSRLS): no role is switched per request. What is
@@ -251,45 +240,6 @@ def login_url(url: str, role: str = APP_ROLE) -> str:
 def libpq_url(url: str) -> str:
     """The URL as psycopg itself takes it (without SQLAlchemy's driver suffix)."""
     return normalize_url(url).replace("postgresql+psycopg://", "postgresql://", 1)
-
-
-_TIMEOUT_STATES = frozenset({"57014", "55P03"})
-"""query_canceled (statement_timeout) and lock_not_available (lock_timeout)."""
-_CONFLICT_STATES = frozenset({"40P01", "40001"})
-"""deadlock_detected and serialization_failure: transient, safe to retry."""
-
-
-def sqlstate_of(error: BaseException) -> str | None:
-    """The SQLSTATE of a driver error, bare or wrapped by SQLAlchemy."""
-    original = getattr(error, "orig", error)
-    state = getattr(original, "sqlstate", None)
-    return state if isinstance(state, str) else None
-
-
-def translate(error: BaseException) -> BaseException:
-    """The application error a driver or pool error stands for, or ``error`` itself.
-
-    Postgres's own cancellations are reported as what they are, before the generic
-    "unreachable": psycopg files them under ``OperationalError`` too.
-    """
-    state = sqlstate_of(error)
-    if state in _TIMEOUT_STATES:
-        return DatabaseTimeout(
-            "the database cancelled a statement that ran or waited too long; retry shortly"
-        )
-    if state in _CONFLICT_STATES:
-        return DatabaseConflict(
-            "a deadlock or a serialization failure with concurrent requests; nothing was "
-            "written, retry"
-        )
-    if isinstance(error, TimeoutError):
-        return Unavailable("no database connection could be had in time; retry shortly")
-    if isinstance(error, PoolTimeout | psycopg.OperationalError) or is_unavailable(error):
-        return Unavailable("the database is unreachable; retry shortly")
-    return error
-
-
-_TRANSLATED = (sa_exc.DBAPIError, sa_exc.TimeoutError, psycopg.OperationalError, TimeoutError)
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,14 +16,13 @@ from typing import Literal
 
 from app.archives.working_memory import WorkingMemory
 from app.llm.ports import ChatModel, ModelError, Usage
+from app.wm.authority import constraint_evidence, message_roles
 from app.wm.extractor import extract
 from app.wm.merge import MergeResult, creation_ops, merge
 from app.wm.prompts import PROMPT_VERSION, batch_messages, create_prompt, update_prompt
 from app.wm.provenance import (
     Provenance,
     cited_markdown,
-    constraint_evidence,
-    message_roles,
     source_key,
 )
 from app.wm.recovery import RecoveryPath, recover_arguments, recover_document

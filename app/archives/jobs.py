@@ -26,7 +26,7 @@ from app.archives.queue import Claim
 from app.archives.records import ArchivedMessage, SectionVersionRow
 from app.archives.repository import ArchiveRepository
 from app.archives.working_memory import WorkingMemory
-from app.db import is_unavailable
+from app.db_errors import is_unavailable
 from app.errors import NotFound
 from app.memories.extraction import Prepared
 from app.memories.jobs import MemoryJobService

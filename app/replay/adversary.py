@@ -23,14 +23,8 @@ from rich.console import Console
 
 from app.archives.generation import WorkingMemoryGenerator
 from app.config import Settings
-from app.llm.adversary import (
-    OUTSIDE,
-    Attack,
-    AttackClass,
-    HostileModel,
-    Target,
-    protected_targets,
-)
+from app.llm.adversary import OUTSIDE, Attack, AttackClass, HostileModel
+from app.llm.adversary_reading import Target, protected_targets
 from app.replay.datasets import find_sets
 from app.replay.protected import protected_losses
 from app.replay.run import (

@@ -15,8 +15,8 @@ from datetime import datetime
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.errors import Conflict, NotFound
+from app.sessions.message_repository import RetractionRepository
 from app.sessions.records import StoredMessage
-from app.sessions.repository import RetractionRepository
 from app.sessions.service import AgentSessionService
 from app.tenancy.principal import Principal, Scope
 

@@ -21,6 +21,7 @@ from app.errors import Conflict, Forbidden, NotFound, QuotaExceeded
 from app.memories.service import MemoryService
 from app.metrics import LIMITED
 from app.models import AgentSession
+from app.sessions.message_repository import MessageRepository
 
 # What an append is prepared with, named here too: callers of the service import it from here.
 from app.sessions.prepare import OFF_LOOP_CHARACTERS as OFF_LOOP_CHARACTERS
@@ -33,7 +34,6 @@ from app.sessions.records import NewestArchive, StoredMessage, ToolResult
 from app.sessions.repository import (
     QUOTA_RETRY_AFTER_S,
     AgentSessionRepository,
-    MessageRepository,
     appended_rows,
     start_append,
 )

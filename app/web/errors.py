@@ -24,7 +24,7 @@ from sqlalchemy import exc as sa_exc
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app import metrics
-from app.db import is_unavailable, translate
+from app.db_errors import is_unavailable, translate
 from app.errors import AppError, PayloadTooLarge, RequestTimeout, Unavailable, field_errors
 
 logger = logging.getLogger(__name__)

@@ -15,7 +15,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 from app.wm.anchors import anchors
-from app.wm.guards import is_constraint, states_constraint
+from app.wm.authority import authority_of
+from app.wm.guards import is_constraint
 from app.wm.items import (
     Marker,
     is_heading,
@@ -27,7 +28,6 @@ from app.wm.items import (
     strip_markers,
     with_marker,
 )
-from app.wm.messages import read_messages
 from app.wm.ops import OpKind, SectionOp, append, update
 from app.wm.reasons import Reason
 from app.wm.references import SeqRange, Seqs, cite, normalised_seqs, with_reference
@@ -35,11 +35,6 @@ from app.wm.sections import SECTIONS, Section
 from app.wm.support import inverts, opposes, same_claim, supported
 
 _LIST_LIMIT: Final = 50
-_INSTRUCTING: Final = frozenset({"user", "system"})
-"""Who may give a constraint: the user, and the operator in a system message (an agent's own
-policy); an assistant or a tool result never does."""
-AUTHORITIES: Final = ("user", "system", "pin", "assistant", "tool")
-"""Who an item's sources are, in the order ``authority`` lists them."""
 _NOT_INSTRUCTING: Final = frozenset({"assistant", "tool"})
 _SETTLED: Final = frozenset(
     {
@@ -94,12 +89,6 @@ class ItemSource:
         return not self.authority or not set(self.authority) <= _NOT_INSTRUCTING
 
 
-def authority_of(roles: object) -> tuple[str, ...]:
-    """Known roles, once each, in the order of ``AUTHORITIES``."""
-    found = set(roles) if isinstance(roles, (list, tuple, set, frozenset)) else set()
-    return tuple(role for role in AUTHORITIES if role in found)
-
-
 SectionSources = tuple[ItemSource, ...]
 
 
@@ -145,28 +134,6 @@ class Provenance:
     cited: Mapping[str, Seqs] | None = None
     evidence: Mapping[int, str] = field(default_factory=dict)
     roles: Mapping[int, tuple[str, ...]] = field(default_factory=dict)
-
-
-def message_roles(
-    messages: Sequence[Mapping[str, object]], first_seq: int, pinned: frozenset[int] = frozenset()
-) -> dict[int, tuple[str, ...]]:
-    """Seq → who the message is (its role, and ``pin`` when a pin names it)."""
-    return {
-        first_seq + view.position: authority_of(
-            {view.role, "pin"} if first_seq + view.position in pinned else {view.role}
-        )
-        for view in read_messages(messages)
-    }
-
-
-def constraint_evidence(messages: Sequence[Mapping[str, object]], first_seq: int) -> dict[int, str]:
-    """The user and system messages (numbered from ``first_seq``) whose text has a constraint
-    keyword of guard C: seq → the text, normalised (what a quoting item is compared with)."""
-    return {
-        first_seq + view.position: normalise(view.text)
-        for view in read_messages(messages)
-        if view.role in _INSTRUCTING and states_constraint(view.text)
-    }
 
 
 @dataclass(frozen=True, slots=True)

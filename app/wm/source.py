@@ -17,10 +17,11 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from app.wm.anchors import anchor_spans
+from app.wm.authority import authority_of
 from app.wm.guards import GuardContext, is_constraint, key_facts_append, without_sentinel
 from app.wm.items import Marker, is_kept, markers_of, split_items, strip_markers, with_marker
 from app.wm.paths import find_paths
-from app.wm.provenance import ItemSource, Provenance, authority_of, source_key
+from app.wm.provenance import ItemSource, Provenance, source_key
 from app.wm.reasons import Reason
 from app.wm.sections import Section
 from app.wm.support import content_words, overlap, same_claim

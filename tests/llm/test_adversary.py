@@ -7,11 +7,8 @@ from typing import Any
 
 import pytest
 
-from app.llm.adversary import (
-    HIJACK,
-    PLANTED,
-    AttackClass,
-    HostileModel,
+from app.llm.adversary import HIJACK, PLANTED, AttackClass, HostileModel
+from app.llm.adversary_reading import (
     Shown,
     inverted,
     mutated_date,

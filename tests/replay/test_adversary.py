@@ -14,7 +14,8 @@ from typer.testing import CliRunner
 from app.archives.generation import WorkingMemoryGenerator
 from app.cli import cli
 from app.db import Database
-from app.llm.adversary import PLANTED, Attack, AttackClass, HostileModel, Target
+from app.llm.adversary import PLANTED, Attack, AttackClass, HostileModel
+from app.llm.adversary_reading import Target
 from app.replay.adversary import AdversaryRun, Tally, caught, kept, score
 from app.replay.datasets import tau_airline_shift
 from app.replay.run import ArchiveOutcome, Schedule, replay, section_history, stored_messages

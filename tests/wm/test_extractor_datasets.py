@@ -18,13 +18,14 @@ import pytest
 
 from app.replay import datasets
 from app.replay.formats import Conversation
+from app.wm.authority import constraint_evidence
 from app.wm.extractor import extract, extract_ops
 from app.wm.guards import SENTINEL
 from app.wm.merge import MergeResult, merge
 from app.wm.messages import read_messages
 from app.wm.paths import find_paths
 from app.wm.prompts import DOCUMENT_TOKEN_BUDGET, SECTION_TOKEN_BUDGET
-from app.wm.provenance import ItemSource, Provenance, constraint_evidence
+from app.wm.provenance import ItemSource, Provenance
 from app.wm.reasons import Reason
 from app.wm.references import SeqRange
 from app.wm.schema import UPDATE_VALIDATOR

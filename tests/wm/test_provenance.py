@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from app.wm.authority import constraint_evidence
 from app.wm.extractor import extract
 from app.wm.merge import merge
 from app.wm.ops import KEEP, append, update
@@ -15,7 +16,6 @@ from app.wm.provenance import (
     Provenance,
     attribute,
     cited_markdown,
-    constraint_evidence,
     mark_unsourced,
     read_references,
     source_key,

@@ -7,14 +7,12 @@ from typing import Any
 
 import pytest
 
+from app.wm.authority import authority_of, constraint_evidence, message_roles
 from app.wm.items import Marker
 from app.wm.merge import MergeResult, merge
 from app.wm.provenance import (
     ItemSource,
     Provenance,
-    authority_of,
-    constraint_evidence,
-    message_roles,
     sources_from_json,
 )
 from app.wm.reasons import Guard, Reason

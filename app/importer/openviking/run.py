@@ -17,7 +17,8 @@ from typing import Protocol
 from pydantic import ValidationError
 from sqlalchemy import exc as sa_exc
 
-from app.db import Database, is_unavailable
+from app.db import Database
+from app.db_errors import is_unavailable
 from app.errors import AppError, NotFound, Unavailable
 from app.importer.openviking.reader import find_sessions, read_session
 from app.importer.openviking.records import OvSession, Problem, ProblemKind
