@@ -96,6 +96,8 @@ class Objects:
             "pin_id": self.pin_id,
             "tool_result_id": self.tool_result_id,
             "seq": "1",
+            # A user of this tenant (alice, whose objects the sweeps name).
+            "user_id": "alice",
         }
 
 
@@ -113,6 +115,7 @@ def missing_values() -> dict[str, str]:
         "pin_id": str(uuid.uuid4()),
         "tool_result_id": f"call_{uuid.uuid4().hex[:12]}",
         "seq": "1",
+        "user_id": f"nobody-{uuid.uuid4().hex[:8]}",
     }
 
 
@@ -368,7 +371,7 @@ async def test_no_route_reveals_or_changes_what_another_tenant_may_not_see(
         ]
         if method in WRITES:
             forbidden.append(("reader", owner.keys.read, {403}))
-        if template.startswith(("/v1/keys", "/v1/webhooks")):
+        if template.startswith(("/v1/keys", "/v1/webhooks", "/v1/users")):
             forbidden.append(("writer", owner.keys.write, {403}))
         for role, headers, statuses in forbidden:
             refused = await send(client, method, template, values, headers)
