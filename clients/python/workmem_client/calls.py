@@ -224,6 +224,17 @@ def working_memory(agent_session_id: Id) -> Call[WorkingMemoryRead]:
     return Call("GET", f"{_session(agent_session_id)}/working-memory", reads(WorkingMemoryRead))
 
 
+def restore_working_memory(agent_session_id: Id, archive_seq: int) -> Call[WorkingMemoryRead]:
+    """Make the working memory of done archive ``archive_seq`` current again, as a new version
+    (generator ``restore``); the next commit updates from it."""
+    return Call(
+        "POST",
+        f"{_session(agent_session_id)}/working-memory:restore",
+        reads(WorkingMemoryRead),
+        body={"archive_seq": archive_seq},
+    )
+
+
 def working_memory_history(
     agent_session_id: Id,
     *,

@@ -93,6 +93,7 @@ class WorkmemClient:
     retry_archive = _sent(calls.retry_archive)
     working_memory = _sent(calls.working_memory)
     working_memory_history = _sent(calls.working_memory_history)
+    restore_working_memory = _sent(calls.restore_working_memory)
     context = _sent(calls.context)
     compact = _sent(calls.compact)
     search_memories = _sent(calls.search_memories)
