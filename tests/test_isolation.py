@@ -81,6 +81,7 @@ class Objects:
     webhook_id: str
     pin_id: str
     tool_result_id: str
+    context_id: str
     message_count: int = 0
 
     def path_values(self) -> dict[str, str]:
@@ -96,6 +97,7 @@ class Objects:
             "webhook_id": self.webhook_id,
             "pin_id": self.pin_id,
             "tool_result_id": self.tool_result_id,
+            "context_id": self.context_id,
             "seq": "1",
         }
 
@@ -113,6 +115,7 @@ def missing_values() -> dict[str, str]:
         "webhook_id": str(uuid.uuid4()),
         "pin_id": str(uuid.uuid4()),
         "tool_result_id": f"call_{uuid.uuid4().hex[:12]}",
+        "context_id": str(uuid.uuid4()),
         "seq": "1",
     }
 
@@ -174,6 +177,10 @@ async def objects_of(
     )
     assert pinned.status_code == 201, pinned.text
     assert remembered, "the probe needs a long-term memory of this owner"
+    context = await http.get(
+        f"/v1/sessions/{agent_session_id}/context", params={"record": "true"}, headers=writer
+    )
+    assert context.status_code == 200, context.text
     return Objects(
         keys,
         agent_session_id,
@@ -184,6 +191,7 @@ async def objects_of(
         hooked.json()["id"],
         pinned.json()["pin_id"],
         tool_result_id,
+        context.json()["context_id"],
     )
 
 

@@ -99,6 +99,8 @@ class AsyncWorkmemClient:
     restore_working_memory = _sent(calls.restore_working_memory)
     context = _sent(calls.context)
     compact = _sent(calls.compact)
+    contexts = _sent(calls.contexts)
+    recorded_context = _sent(calls.recorded_context)
     search_memories = _sent(calls.search_memories)
     search_history = _sent(calls.search_history)
     pins = _sent(calls.pins)
