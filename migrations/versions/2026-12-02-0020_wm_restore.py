@@ -7,7 +7,7 @@ check becomes ``start_seq <= end_seq + 1``. ``wm_guard_events`` leaves restores 
 acted) and the new view ``wm_restores`` lists them with who restored which version.
 
 Revision ID: 20261202_0020_wm_restore
-Revises: 20261201_2327_cleared_archives
+Revises: 20261202_0016_context_ledger
 Create Date: 2026-12-02 00:20:00+00:00
 """
 
@@ -19,7 +19,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "20261202_0020_wm_restore"
-down_revision: str | None = "20261201_2327_cleared_archives"
+down_revision: str | None = "20261202_0016_context_ledger"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
