@@ -3,6 +3,7 @@
 from app.models.archives import Archive, ArchiveStatus, WmSectionVersion
 from app.models.audit import AuditorLogin
 from app.models.idempotency import IdempotencyKey
+from app.models.ledger import ContextRecord
 from app.models.lifecycle import ReceiptKey, UserErasure
 from app.models.memories import Memory, MemoryEvent
 from app.models.pins import Pin, PinEvent
@@ -16,6 +17,7 @@ __all__ = [
     "Archive",
     "ArchiveStatus",
     "AuditorLogin",
+    "ContextRecord",
     "IdempotencyKey",
     "Memory",
     "MemoryEvent",

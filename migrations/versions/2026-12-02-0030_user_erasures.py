@@ -13,9 +13,9 @@ names one in its path), so erasing the agent session's user removes its stored a
 ``receipt_keys`` holds each tenant's Ed25519 key pair that signs its receipts (made on first
 use); the public half is served at ``GET /v1/receipts/public-key``.
 
-Revision ID: 20261202_0016_user_erasures
-Revises: 20261201_2327_cleared_archives
-Create Date: 2026-12-02 00:16:00+00:00
+Revision ID: 20261202_0030_user_erasures
+Revises: 20261202_0020_wm_restore
+Create Date: 2026-12-02 00:30:00+00:00
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.dialects.postgresql import JSONB
 
-revision: str = "20261202_0016_user_erasures"
-down_revision: str | None = "20261201_2327_cleared_archives"
+revision: str = "20261202_0030_user_erasures"
+down_revision: str | None = "20261202_0020_wm_restore"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
