@@ -35,6 +35,7 @@ from app.limits.service import LimitConfig, TenantLimits
 from app.memories.dependencies import EMBEDDER
 from app.memories.embedding import Embedder
 from app.memories.endpoints import router as memories_router
+from app.memories.policy_endpoints import router as memory_policy_router
 from app.memories.service import embedder_problem
 from app.message_search.endpoints import router as message_search_router
 from app.migrations import head_revision
@@ -191,6 +192,8 @@ def create_app(
     # The audit pages (/ui) and their stylesheet.
     install_audit_pages(app)
     app.include_router(memories_router)
+    # A user's default memory policy (tenant admin keys).
+    app.include_router(memory_policy_router)
     # Webhook subscriptions (tenant admin keys).
     app.include_router(webhooks_router)
     # Pins and message search (DESIGN 18).

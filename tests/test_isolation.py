@@ -58,6 +58,9 @@ BODIES: dict[tuple[str, str], Any] = {
     ("post", "/v1/sessions/{agent_session_id}/messages/{seq}:redact"): {"reason": "a probe"},
     ("post", "/v1/sessions/{agent_session_id}/pins"): {"text": "a probe's pin"},
     ("post", "/v1/webhooks"): {"url": "https://93.184.216.34/hooks", "events": ["archive.done"]},
+    ("patch", "/v1/sessions/{agent_session_id}"): {"memory_policy": {"working_memory": True}},
+    ("put", "/v1/users/{user_id}/memory-policy"): {"working_memory": True},
+    ("patch", "/api/v1/sessions/{session_id}/config"): {"memory_policy": {"working_memory": True}},
 }
 """A valid body for each operation that takes one (a new such route must be added here)."""
 QUERIES: dict[tuple[str, str], dict[str, str]] = {
@@ -80,6 +83,7 @@ class Objects:
     webhook_id: str
     pin_id: str
     tool_result_id: str
+    user_id: str
     message_count: int = 0
 
     def path_values(self) -> dict[str, str]:
@@ -96,6 +100,7 @@ class Objects:
             "pin_id": self.pin_id,
             "tool_result_id": self.tool_result_id,
             "seq": "1",
+            "user_id": self.user_id,
         }
 
 
@@ -113,11 +118,16 @@ def missing_values() -> dict[str, str]:
         "pin_id": str(uuid.uuid4()),
         "tool_result_id": f"call_{uuid.uuid4().hex[:12]}",
         "seq": "1",
+        "user_id": f"missing-{uuid.uuid4().hex[:8]}",
     }
 
 
 async def objects_of(
-    http: httpx.AsyncClient, keys: TenantKeys, *, user_key: str | None = None
+    http: httpx.AsyncClient,
+    keys: TenantKeys,
+    *,
+    user_key: str | None = None,
+    user_id: str | None = None,
 ) -> Objects:
     writer = {"Authorization": f"Bearer {user_key}"} if user_key else keys.write
     external_id = f"own-{uuid.uuid4().hex[:8]}"
@@ -173,6 +183,13 @@ async def objects_of(
     )
     assert pinned.status_code == 201, pinned.text
     assert remembered, "the probe needs a long-term memory of this owner"
+    user_id = user_id or f"user-{uuid.uuid4().hex[:8]}"
+    policy = await http.put(
+        f"/v1/users/{user_id}/memory-policy",
+        json={"memory_types": ["preference", "profile"]},
+        headers=keys.headers(keys.admin),
+    )
+    assert policy.status_code == 200, policy.text
     return Objects(
         keys,
         agent_session_id,
@@ -183,6 +200,7 @@ async def objects_of(
         hooked.json()["id"],
         pinned.json()["pin_id"],
         tool_result_id,
+        user_id,
     )
 
 
@@ -263,7 +281,7 @@ async def world(client: httpx.AsyncClient, database: Database) -> World:
     tenant_b = await make_tenant(database, "stranger")
     alices_key = await bound_key(client, tenant_a, "alice", "writer")
     owner = await objects_of(client, tenant_a)
-    alices = await objects_of(client, tenant_a, user_key=alices_key)
+    alices = await objects_of(client, tenant_a, user_key=alices_key, user_id="alice")
     strangers = await objects_of(client, tenant_b)
     return owner, alices, strangers
 

@@ -171,18 +171,21 @@ class ArchiveWorker:
             async with self.database.tenant(claim.tenant_id) as db:
                 work = await ArchiveJobService(db, claim.tenant_id).load(claim)
             stage = "generate"
-            generated = await self.generator.generate(
-                work.prior,
-                work.openai_messages,
-                seqs=work.seqs,
-                pins=[pin.line for pin in work.pins],
-                pinned_seqs=frozenset(
-                    pin.message_seq for pin in work.pins if pin.message_seq is not None
-                ),
-            )
+            # The memory policy (read with the work) says which of the two the archive makes.
+            generated = None
+            if work.policy.working_memory:
+                generated = await self.generator.generate(
+                    work.prior,
+                    work.openai_messages,
+                    seqs=work.seqs,
+                    pins=[pin.line for pin in work.pins],
+                    pinned_seqs=frozenset(
+                        pin.message_seq for pin in work.pins if pin.message_seq is not None
+                    ),
+                )
             # Never raises: a failure to extract or embed is reported, the WM goes on.
             prepared = None
-            if self.memories is not None:
+            if self.memories is not None and work.policy.long_term_extraction:
                 prepared = await self.memories.prepare(work.numbered)
             stage = "write"
             async with self.database.tenant(claim.tenant_id) as db:
@@ -201,16 +204,17 @@ class ArchiveWorker:
             logger.exception("archive processing failed", extra=_ids(claim))
             return await self._retry_or_fail(claim, stage, f"{type(error).__name__}: {error}"[:500])
         ARCHIVES_FINISHED.labels("done").inc()
-        GENERATORS.labels(generated.generator).inc()
-        record_decisions(
-            (None if d.guard is None else d.guard.value, d.reason.value)
-            for d in generated.result.decisions
-        )
+        if generated is not None:
+            GENERATORS.labels(generated.generator).inc()
+            record_decisions(
+                (None if d.guard is None else d.guard.value, d.reason.value)
+                for d in generated.result.decisions
+            )
         logger.info(
             "archive done",
             extra={
                 **_ids(claim),
-                "generator": generated.generator,
+                "generator": None if generated is None else generated.generator,
                 "duration_ms": round((time.perf_counter() - started) * 1000, 1),
             },
         )

@@ -3,7 +3,7 @@
 from app.models.archives import Archive, ArchiveStatus, WmSectionVersion
 from app.models.audit import AuditorLogin
 from app.models.idempotency import IdempotencyKey
-from app.models.memories import Memory, MemoryEvent
+from app.models.memories import Memory, MemoryEvent, UserMemoryPolicy
 from app.models.pins import Pin, PinEvent
 from app.models.sessions import AgentSession, Message, MessageRedaction, MessageRetraction
 from app.models.tenancy import ApiKey, Tenant
@@ -24,6 +24,7 @@ __all__ = [
     "Pin",
     "PinEvent",
     "Tenant",
+    "UserMemoryPolicy",
     "WebhookAttempt",
     "WebhookDelivery",
     "WebhookSubscription",

@@ -45,6 +45,7 @@ ANSWERS = (
     "RetractionRead",
     "SectionHistoryPage",
     "SectionVersionRead",
+    "UserMemoryPolicyRead",
     "WebhookCreated",
     "WebhookPage",
     "WebhookRead",

@@ -10,6 +10,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
+from urllib.parse import quote
 
 from workmem_client.call import Call, body, keyed, nothing, query, reads
 from workmem_client.models import (
@@ -33,6 +34,7 @@ from workmem_client.models import (
     PinRead,
     RetractionRead,
     SectionHistoryPage,
+    UserMemoryPolicyRead,
     WebhookCreated,
     WebhookPage,
     WorkingMemoryRead,
@@ -56,16 +58,43 @@ def create_session(
     agent_id: str | None = None,
     metadata: Mapping[str, Any] | None = None,
     keep_recent_count: int | None = None,
+    memory_policy: Mapping[str, Any] | None = None,
 ) -> Call[AgentSessionRead]:
-    """Create an agent session (``external_id`` is unique in the tenant: 409 when taken)."""
+    """Create an agent session (``external_id`` is unique in the tenant: 409 when taken);
+    ``memory_policy``: ``working_memory``, ``long_term_extraction``, ``memory_types``."""
     payload = body(
         external_id=external_id,
         user_id=user_id,
         agent_id=agent_id,
         metadata=None if metadata is None else dict(metadata),
         keep_recent_count=keep_recent_count,
+        memory_policy=None if memory_policy is None else dict(memory_policy),
     )
     return Call("POST", "/v1/sessions", reads(AgentSessionRead), body=payload)
+
+
+def set_memory_policy(
+    agent_session_id: Id, memory_policy: Mapping[str, Any] | None
+) -> Call[AgentSessionRead]:
+    """Replace the agent session's own memory policy (``None`` removes it)."""
+    payload = {"memory_policy": None if memory_policy is None else dict(memory_policy)}
+    return Call("PATCH", _session(agent_session_id), reads(AgentSessionRead), body=payload)
+
+
+def user_memory_policy(user_id: str) -> Call[UserMemoryPolicyRead]:
+    """A user's default memory policy (tenant admin keys; 404 while none is set)."""
+    return Call("GET", _user_policy(user_id), reads(UserMemoryPolicyRead))
+
+
+def set_user_memory_policy(
+    user_id: str, memory_policy: Mapping[str, Any]
+) -> Call[UserMemoryPolicyRead]:
+    """Replace a user's default memory policy (tenant admin keys)."""
+    return Call("PUT", _user_policy(user_id), reads(UserMemoryPolicyRead), body=dict(memory_policy))
+
+
+def _user_policy(user_id: str) -> str:
+    return f"/v1/users/{quote(user_id, safe='')}/memory-policy"
 
 
 def get_session(agent_session_id: Id) -> Call[AgentSessionRead]:

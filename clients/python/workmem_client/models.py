@@ -25,6 +25,22 @@ class ArchiveBrief(BaseModel):
     status: str
 
 
+class MemoryPolicyFields(BaseModel):
+    """A memory policy: which memory the archives of an agent session may produce. A field left out (or null) is not set here and falls to the next layer: the agent session's own policy, then its user's, then everything on."""
+
+    working_memory: bool | None = Field(
+        default=None, description="make the working memory at each archive"
+    )
+    long_term_extraction: bool | None = Field(
+        default=None, description="extract long-term memories at each archive"
+    )
+    memory_types: list[Literal["profile", "preference", "entity", "event", "lesson"]] | None = (
+        Field(
+            default=None, description="the only categories of long-term memory stored (not empty)"
+        )
+    )
+
+
 class AgentSessionRead(BaseModel):
     id: uuid.UUID
     external_id: str | None
@@ -32,6 +48,9 @@ class AgentSessionRead(BaseModel):
     agent_id: str | None
     metadata: dict[str, Any]
     keep_recent_count: int
+    memory_policy: MemoryPolicyFields | None = Field(
+        description="the agent session's own memory policy; null when it sets none"
+    )
     message_count: int
     live_message_count: int
     pending_tokens: int
@@ -582,6 +601,13 @@ class SectionHistoryPage(BaseModel):
     )
 
 
+class UserMemoryPolicyRead(BaseModel):
+    user_id: str
+    memory_policy: MemoryPolicyFields
+    updated_by: uuid.UUID = Field(description="the API key that last set it")
+    updated_at: datetime
+
+
 class WebhookCreated(BaseModel):
     id: uuid.UUID
     url: str
@@ -636,6 +662,7 @@ __all__ = [
     "ItemSourceRead",
     "MemoryFailureRead",
     "MemoryHitRead",
+    "MemoryPolicyFields",
     "MemoryRead",
     "MemoryReportRead",
     "MemorySearchRead",
@@ -653,6 +680,7 @@ __all__ = [
     "SectionHistoryPage",
     "SectionVersionRead",
     "SeqRange",
+    "UserMemoryPolicyRead",
     "WebhookCreated",
     "WebhookPage",
     "WebhookRead",
