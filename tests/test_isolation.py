@@ -57,6 +57,7 @@ BODIES: dict[tuple[str, str], Any] = {
     ("post", "/v1/sessions/{agent_session_id}/messages:retract"): {},
     ("post", "/v1/sessions/{agent_session_id}/messages/{seq}:redact"): {"reason": "a probe"},
     ("post", "/v1/sessions/{agent_session_id}/pins"): {"text": "a probe's pin"},
+    ("post", "/v1/sessions/{agent_session_id}/working-memory:restore"): {"archive_seq": 1},
     ("post", "/v1/webhooks"): {"url": "https://93.184.216.34/hooks", "events": ["archive.done"]},
     ("patch", "/v1/sessions/{agent_session_id}"): {"memory_policy": {"working_memory": True}},
     ("put", "/v1/users/{user_id}/memory-policy"): {"working_memory": True},
@@ -83,6 +84,7 @@ class Objects:
     webhook_id: str
     pin_id: str
     tool_result_id: str
+    context_id: str
     user_id: str
     message_count: int = 0
 
@@ -99,6 +101,7 @@ class Objects:
             "webhook_id": self.webhook_id,
             "pin_id": self.pin_id,
             "tool_result_id": self.tool_result_id,
+            "context_id": self.context_id,
             "seq": "1",
             "user_id": self.user_id,
         }
@@ -117,6 +120,7 @@ def missing_values() -> dict[str, str]:
         "webhook_id": str(uuid.uuid4()),
         "pin_id": str(uuid.uuid4()),
         "tool_result_id": f"call_{uuid.uuid4().hex[:12]}",
+        "context_id": str(uuid.uuid4()),
         "seq": "1",
         "user_id": f"missing-{uuid.uuid4().hex[:8]}",
     }
@@ -183,6 +187,10 @@ async def objects_of(
     )
     assert pinned.status_code == 201, pinned.text
     assert remembered, "the probe needs a long-term memory of this owner"
+    context = await http.get(
+        f"/v1/sessions/{agent_session_id}/context", params={"record": "true"}, headers=writer
+    )
+    assert context.status_code == 200, context.text
     user_id = user_id or f"user-{uuid.uuid4().hex[:8]}"
     policy = await http.put(
         f"/v1/users/{user_id}/memory-policy",
@@ -200,6 +208,7 @@ async def objects_of(
         hooked.json()["id"],
         pinned.json()["pin_id"],
         tool_result_id,
+        context.json()["context_id"],
         user_id,
     )
 

@@ -3,6 +3,7 @@
 from app.models.archives import Archive, ArchiveStatus, WmSectionVersion
 from app.models.audit import AuditorLogin
 from app.models.idempotency import IdempotencyKey
+from app.models.ledger import ContextRecord
 from app.models.memories import Memory, MemoryEvent, UserMemoryPolicy
 from app.models.pins import Pin, PinEvent
 from app.models.sessions import AgentSession, Message, MessageRedaction, MessageRetraction
@@ -15,6 +16,7 @@ __all__ = [
     "Archive",
     "ArchiveStatus",
     "AuditorLogin",
+    "ContextRecord",
     "IdempotencyKey",
     "Memory",
     "MemoryEvent",
