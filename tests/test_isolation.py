@@ -85,7 +85,6 @@ class Objects:
     pin_id: str
     tool_result_id: str
     context_id: str
-    user_id: str
     message_count: int = 0
 
     def path_values(self) -> dict[str, str]:
@@ -103,7 +102,8 @@ class Objects:
             "tool_result_id": self.tool_result_id,
             "context_id": self.context_id,
             "seq": "1",
-            "user_id": self.user_id,
+            # A user of this tenant (alice, whose objects the sweeps name).
+            "user_id": "alice",
         }
 
 
@@ -122,7 +122,7 @@ def missing_values() -> dict[str, str]:
         "tool_result_id": f"call_{uuid.uuid4().hex[:12]}",
         "context_id": str(uuid.uuid4()),
         "seq": "1",
-        "user_id": f"missing-{uuid.uuid4().hex[:8]}",
+        "user_id": f"nobody-{uuid.uuid4().hex[:8]}",
     }
 
 
@@ -209,7 +209,6 @@ async def objects_of(
         pinned.json()["pin_id"],
         tool_result_id,
         context.json()["context_id"],
-        user_id,
     )
 
 
@@ -395,7 +394,7 @@ async def test_no_route_reveals_or_changes_what_another_tenant_may_not_see(
         ]
         if method in WRITES:
             forbidden.append(("reader", owner.keys.read, {403}))
-        if template.startswith(("/v1/keys", "/v1/webhooks")):
+        if template.startswith(("/v1/keys", "/v1/webhooks", "/v1/users")):
             forbidden.append(("writer", owner.keys.write, {403}))
         for role, headers, statuses in forbidden:
             refused = await send(client, method, template, values, headers)

@@ -4,6 +4,7 @@ from app.models.archives import Archive, ArchiveStatus, WmSectionVersion
 from app.models.audit import AuditorLogin
 from app.models.idempotency import IdempotencyKey
 from app.models.ledger import ContextRecord
+from app.models.lifecycle import ReceiptKey, UserErasure
 from app.models.memories import Memory, MemoryEvent, UserMemoryPolicy
 from app.models.pins import Pin, PinEvent
 from app.models.sessions import AgentSession, Message, MessageRedaction, MessageRetraction
@@ -25,7 +26,9 @@ __all__ = [
     "MessageRetraction",
     "Pin",
     "PinEvent",
+    "ReceiptKey",
     "Tenant",
+    "UserErasure",
     "UserMemoryPolicy",
     "WebhookAttempt",
     "WebhookDelivery",

@@ -7,7 +7,7 @@ it. Each is a JSON object of the fields set (``working_memory``, ``long_term_ext
 field, and everything is on where neither says otherwise.
 
 Revision ID: 20261202_0032_memory_policies
-Revises: 20261202_0020_wm_restore
+Revises: 20261202_0030_user_erasures
 Create Date: 2026-12-02 00:32:00+00:00
 """
 
@@ -20,7 +20,7 @@ from alembic import op
 from sqlalchemy.dialects import postgresql
 
 revision: str = "20261202_0032_memory_policies"
-down_revision: str | None = "20261202_0020_wm_restore"
+down_revision: str | None = "20261202_0030_user_erasures"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
