@@ -223,12 +223,15 @@ def operations(document: dict[str, Any], prefix: str) -> list[tuple[str, str, di
 
 def creates_on_the_way(operation: tuple[str, str, dict[str, Any]]) -> bool:
     """Creating a session under the target's name (and OpenViking's appends, which create the
-    session they name) makes one in the caller's own namespace: probed last, so no earlier
-    probe sees the caller's own new session."""
+    session they name, and setting a user's default memory policy) makes one in the caller's
+    own namespace: probed last, so no earlier probe sees the caller's own new object."""
     method, template, _ = operation
-    return (method, template) in (("post", "/v1/sessions"), ("post", "/api/v1/sessions")) or (
-        template.startswith("/api/v1/sessions/{session_id}/messages")
-    )
+    return (method, template) in (
+        ("post", "/v1/sessions"),
+        ("post", "/api/v1/sessions"),
+        # A user's default policy, set under the target's user name in the caller's tenant.
+        ("put", "/v1/users/{user_id}/memory-policy"),
+    ) or template.startswith("/api/v1/sessions/{session_id}/messages")
 
 
 def fill(path: str, values: dict[str, str]) -> str:

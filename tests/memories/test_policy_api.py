@@ -244,3 +244,13 @@ async def test_the_session_overrides_its_user_which_overrides_everything_on(
     archive = await state(client, tenant, other_user, *FACTS)
     assert archive["generator"] is not None
     assert archive["memories"]["added"] == 3
+
+
+async def test_erasing_a_user_removes_their_default(
+    client: httpx.AsyncClient, tenant: TenantKeys
+) -> None:
+    assert (await _put_user(client, tenant, "fay", {"working_memory": False})).status_code == 200
+    admin = TenantKeys.headers(tenant.admin)
+    erased = await client.delete("/v1/users/fay", headers=admin)
+    assert erased.status_code == 200, erased.text
+    assert (await client.get("/v1/users/fay/memory-policy", headers=admin)).status_code == 404
