@@ -31,6 +31,7 @@ from app.db import Bounds, Database
 from app.deps import DATABASE, SETTINGS
 from app.errors import Unavailable
 from app.lifecycle.endpoints import router as lifecycle_router
+from app.lifecycle.retention_endpoints import router as retention_router
 from app.limits.service import LimitConfig, TenantLimits
 from app.memories.dependencies import EMBEDDER
 from app.memories.embedding import Embedder
@@ -198,6 +199,7 @@ def create_app(
     app.include_router(message_search_router)
     # Redaction (the data lifecycle).
     app.include_router(lifecycle_router)
+    app.include_router(retention_router)
 
     # The OpenViking-compatible API under /api/v1, with its own envelope errors (and /health).
     install_openviking_api(app, sub_apps)

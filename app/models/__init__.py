@@ -5,6 +5,7 @@ from app.models.audit import AuditorLogin
 from app.models.idempotency import IdempotencyKey
 from app.models.memories import Memory, MemoryEvent
 from app.models.pins import Pin, PinEvent
+from app.models.retention import RetentionPolicy
 from app.models.sessions import AgentSession, Message, MessageRedaction, MessageRetraction
 from app.models.tenancy import ApiKey, Tenant
 from app.models.webhooks import WebhookAttempt, WebhookDelivery, WebhookSubscription
@@ -23,6 +24,7 @@ __all__ = [
     "MessageRetraction",
     "Pin",
     "PinEvent",
+    "RetentionPolicy",
     "Tenant",
     "WebhookAttempt",
     "WebhookDelivery",

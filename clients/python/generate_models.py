@@ -42,6 +42,7 @@ ANSWERS = (
     "MessageRead",
     "PinList",
     "PinRead",
+    "RetentionPolicyRead",
     "RetractionRead",
     "SectionHistoryPage",
     "SectionVersionRead",
