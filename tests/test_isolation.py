@@ -57,6 +57,7 @@ BODIES: dict[tuple[str, str], Any] = {
     ("post", "/v1/sessions/{agent_session_id}/messages:retract"): {},
     ("post", "/v1/sessions/{agent_session_id}/messages/{seq}:redact"): {"reason": "a probe"},
     ("post", "/v1/sessions/{agent_session_id}/pins"): {"text": "a probe's pin"},
+    ("post", "/v1/sessions/{agent_session_id}/working-memory:restore"): {"archive_seq": 1},
     ("post", "/v1/webhooks"): {"url": "https://93.184.216.34/hooks", "events": ["archive.done"]},
     # The caller's own tenant's policy, and one that purges nothing for a hundred years.
     ("put", "/v1/tenant/retention"): {"idle_session_days": 36_500},
@@ -82,6 +83,7 @@ class Objects:
     webhook_id: str
     pin_id: str
     tool_result_id: str
+    context_id: str
     message_count: int = 0
 
     def path_values(self) -> dict[str, str]:
@@ -97,7 +99,10 @@ class Objects:
             "webhook_id": self.webhook_id,
             "pin_id": self.pin_id,
             "tool_result_id": self.tool_result_id,
+            "context_id": self.context_id,
             "seq": "1",
+            # A user of this tenant (alice, whose objects the sweeps name).
+            "user_id": "alice",
         }
 
 
@@ -114,7 +119,9 @@ def missing_values() -> dict[str, str]:
         "webhook_id": str(uuid.uuid4()),
         "pin_id": str(uuid.uuid4()),
         "tool_result_id": f"call_{uuid.uuid4().hex[:12]}",
+        "context_id": str(uuid.uuid4()),
         "seq": "1",
+        "user_id": f"nobody-{uuid.uuid4().hex[:8]}",
     }
 
 
@@ -175,6 +182,10 @@ async def objects_of(
     )
     assert pinned.status_code == 201, pinned.text
     assert remembered, "the probe needs a long-term memory of this owner"
+    context = await http.get(
+        f"/v1/sessions/{agent_session_id}/context", params={"record": "true"}, headers=writer
+    )
+    assert context.status_code == 200, context.text
     return Objects(
         keys,
         agent_session_id,
@@ -185,6 +196,7 @@ async def objects_of(
         hooked.json()["id"],
         pinned.json()["pin_id"],
         tool_result_id,
+        context.json()["context_id"],
     )
 
 
@@ -370,7 +382,7 @@ async def test_no_route_reveals_or_changes_what_another_tenant_may_not_see(
         ]
         if method in WRITES:
             forbidden.append(("reader", owner.keys.read, {403}))
-        if template.startswith(("/v1/keys", "/v1/webhooks", "/v1/tenant")):
+        if template.startswith(("/v1/keys", "/v1/webhooks", "/v1/users", "/v1/tenant")):
             forbidden.append(("writer", owner.keys.write, {403}))
         for role, headers, statuses in forbidden:
             refused = await send(client, method, template, values, headers)

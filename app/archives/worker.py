@@ -114,7 +114,8 @@ class ArchiveWorker:
                 continue
             if claimed is None:
                 await self._purge_when_due()
-                await self._retain_when_due()
+                if not stop.is_set():
+                    await self._retain_when_due()
                 self.wakeup.clear()
                 await _wait_any(stop, self.wakeup, self.config.poll_s)
 

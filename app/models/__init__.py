@@ -3,6 +3,8 @@
 from app.models.archives import Archive, ArchiveStatus, WmSectionVersion
 from app.models.audit import AuditorLogin
 from app.models.idempotency import IdempotencyKey
+from app.models.ledger import ContextRecord
+from app.models.lifecycle import ReceiptKey, UserErasure
 from app.models.memories import Memory, MemoryEvent
 from app.models.pins import Pin, PinEvent
 from app.models.retention import RetentionPolicy
@@ -16,6 +18,7 @@ __all__ = [
     "Archive",
     "ArchiveStatus",
     "AuditorLogin",
+    "ContextRecord",
     "IdempotencyKey",
     "Memory",
     "MemoryEvent",
@@ -24,8 +27,10 @@ __all__ = [
     "MessageRetraction",
     "Pin",
     "PinEvent",
+    "ReceiptKey",
     "RetentionPolicy",
     "Tenant",
+    "UserErasure",
     "WebhookAttempt",
     "WebhookDelivery",
     "WebhookSubscription",

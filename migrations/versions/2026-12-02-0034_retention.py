@@ -9,9 +9,9 @@
   messages were purged and how many there were; NULL while they are kept.
 - ``memories.expires_at``: NULL for a memory that never expires.
 
-Revision ID: 20261202_0016_retention
-Revises: 20261201_2327_cleared_archives
-Create Date: 2026-12-02 00:16:00+00:00
+Revision ID: 20261202_0034_retention
+Revises: 20261202_0030_user_erasures
+Create Date: 2026-12-02 00:34:00+00:00
 """
 
 from collections.abc import Sequence
@@ -20,8 +20,8 @@ import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.dialects import postgresql
 
-revision: str = "20261202_0016_retention"
-down_revision: str | None = "20261201_2327_cleared_archives"
+revision: str = "20261202_0034_retention"
+down_revision: str | None = "20261202_0030_user_erasures"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
