@@ -33,6 +33,7 @@ from app.errors import Unavailable
 from app.ledger.endpoints import router as ledger_router
 from app.lifecycle.endpoints import router as lifecycle_router
 from app.lifecycle.erasure_endpoints import router as erasure_router
+from app.lifecycle.retention_endpoints import router as retention_router
 from app.limits.service import LimitConfig, TenantLimits
 from app.memories.dependencies import EMBEDDER
 from app.memories.embedding import Embedder
@@ -205,6 +206,7 @@ def create_app(
     # Redaction (the data lifecycle).
     app.include_router(lifecycle_router)
     app.include_router(erasure_router)
+    app.include_router(retention_router)
 
     # The OpenViking-compatible API under /api/v1, with its own envelope errors (and /health).
     install_openviking_api(app, sub_apps)

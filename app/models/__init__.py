@@ -7,6 +7,7 @@ from app.models.ledger import ContextRecord
 from app.models.lifecycle import ReceiptKey, UserErasure
 from app.models.memories import Memory, MemoryEvent, UserMemoryPolicy
 from app.models.pins import Pin, PinEvent
+from app.models.retention import RetentionPolicy
 from app.models.sessions import AgentSession, Message, MessageRedaction, MessageRetraction
 from app.models.tenancy import ApiKey, Tenant
 from app.models.webhooks import WebhookAttempt, WebhookDelivery, WebhookSubscription
@@ -27,6 +28,7 @@ __all__ = [
     "Pin",
     "PinEvent",
     "ReceiptKey",
+    "RetentionPolicy",
     "Tenant",
     "UserErasure",
     "UserMemoryPolicy",

@@ -59,6 +59,12 @@ class Memory(Base):
             postgresql_ops={"embedding": "vector_cosine_ops"},
         ),
         Index("ix_memories_content_tsv", "content_tsv", postgresql_using="gin"),
+        Index(
+            "ix_memories_tenant_id_expires_at",
+            "tenant_id",
+            "expires_at",
+            postgresql_where=text("expires_at IS NOT NULL"),
+        ),
     )
 
     tenant_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True)
@@ -83,6 +89,8 @@ class Memory(Base):
     superseded_by: Mapped[uuid.UUID | None] = mapped_column(UUID(as_uuid=True))
     created_at: Mapped[CreatedAt]
     updated_at: Mapped[CreatedAt]
+    expires_at: Mapped[datetime | None]
+    """From then on the memory is hidden; the worker then deletes it (NULL: never)."""
     content_tsv: Mapped[Any] = mapped_column(
         TSVECTOR, Computed("to_tsvector('english'::regconfig, content)", persisted=True)
     )

@@ -44,6 +44,7 @@ ANSWERS = (
     "MessageRead",
     "PinList",
     "PinRead",
+    "RetentionPolicyRead",
     "RetractionRead",
     "SectionHistoryPage",
     "SectionVersionRead",

@@ -34,6 +34,7 @@ from workmem_client.models import (
     MessagePage,
     PinList,
     PinRead,
+    RetentionPolicyRead,
     RetractionRead,
     SectionHistoryPage,
     UserMemoryPolicyRead,
@@ -465,3 +466,27 @@ def webhook_deliveries(
         reads(DeliveryPage),
         params=query(cursor=cursor, limit=limit),
     )
+
+
+def retention() -> Call[RetentionPolicyRead]:
+    """The tenant's retention policy (an admin key bound to no user); every limit ``None``
+    (keep everything) until one is set."""
+    return Call("GET", "/v1/tenant/retention", reads(RetentionPolicyRead))
+
+
+def set_retention(
+    *,
+    archive_messages_days: int | None = None,
+    idle_session_days: int | None = None,
+    memory_days: Mapping[CategoryName, int] | None = None,
+) -> Call[RetentionPolicyRead]:
+    """Replace the tenant's retention policy: a limit left ``None`` is off. Raw messages of
+    archives older than ``archive_messages_days`` are purged (the archive and the working memory
+    stay); agent sessions idle for ``idle_session_days`` are deleted; a new memory of a category
+    in ``memory_days`` expires that many days after it was last stated."""
+    payload = body(
+        archive_messages_days=archive_messages_days,
+        idle_session_days=idle_session_days,
+        memory_days=dict(memory_days or {}),
+    )
+    return Call("PUT", "/v1/tenant/retention", reads(RetentionPolicyRead), body=payload)

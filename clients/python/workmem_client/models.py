@@ -195,10 +195,21 @@ class ArchiveExpanded(BaseModel):
     memories: MemoryReportRead | None = Field(
         description="what long-term memory extraction did; null before the archive is done, or when extraction is off"
     )
+    messages_purged_at: datetime | None = Field(
+        default=None,
+        description="when the tenant's retention policy purged the archive's raw messages (its working memory and overview stay); null while they are kept",
+    )
+    messages_purged_count: int | None = Field(
+        default=None, description="how many raw messages that purge deleted"
+    )
     overview: str | None
     legacy_overview: str | None
     decisions: list[DecisionRead]
     messages: list[MessageRead]
+    messages_note: str | None = Field(
+        default=None,
+        description="why ``messages`` is empty when the raw messages were purged by retention; null while they are kept",
+    )
     next_after_seq: int | None
     produced_memories: list[ProducedMemoryRead] = Field(
         description="the long-term memory changes this archive made (provenance: memories → archive via their events, archive → memories here)"
@@ -235,6 +246,13 @@ class ArchiveRead(BaseModel):
     finished_at: datetime | None
     memories: MemoryReportRead | None = Field(
         description="what long-term memory extraction did; null before the archive is done, or when extraction is off"
+    )
+    messages_purged_at: datetime | None = Field(
+        default=None,
+        description="when the tenant's retention policy purged the archive's raw messages (its working memory and overview stay); null while they are kept",
+    )
+    messages_purged_count: int | None = Field(
+        default=None, description="how many raw messages that purge deleted"
     )
 
 
@@ -648,6 +666,16 @@ class PinList(BaseModel):
     max_tokens: int = Field(description="the most the agent session's pins may hold in all")
 
 
+class RetentionPolicyRead(BaseModel):
+    archive_messages_days: int | None
+    idle_session_days: int | None
+    memory_days: dict[str, int]
+    updated_at: datetime | None = Field(description="null while the tenant never set a policy")
+    updated_by: uuid.UUID | None = Field(
+        description="the API key that set it; null when the operator's command did"
+    )
+
+
 class RetractionRead(BaseModel):
     retracted: MessageRead | None = Field(
         description="the retracted message as stored; null when no live message was left"
@@ -769,6 +797,7 @@ __all__ = [
     "RecordedRun",
     "RecordedSummary",
     "RenderedContext",
+    "RetentionPolicyRead",
     "RetractionRead",
     "SectionHistoryPage",
     "SectionVersionRead",

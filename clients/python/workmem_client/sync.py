@@ -110,6 +110,8 @@ class WorkmemClient:
     list_webhooks = _sent(calls.list_webhooks)
     delete_webhook = _sent(calls.delete_webhook)
     webhook_deliveries = _sent(calls.webhook_deliveries)
+    retention = _sent(calls.retention)
+    set_retention = _sent(calls.set_retention)
 
     def chat_messages(
         self,

@@ -6,9 +6,9 @@ it. Each is a JSON object of the fields set (``working_memory``, ``long_term_ext
 ``memory_types``); the archive job resolves the agent session's fields over its user's, field by
 field, and everything is on where neither says otherwise.
 
-Revision ID: 20261202_0032_memory_policies
-Revises: 20261202_0030_user_erasures
-Create Date: 2026-12-02 00:32:00+00:00
+Revision ID: 20261202_0042_memory_policies
+Revises: 20261202_0034_retention
+Create Date: 2026-12-02 00:42:00+00:00
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.dialects import postgresql
 
-revision: str = "20261202_0032_memory_policies"
-down_revision: str | None = "20261202_0030_user_erasures"
+revision: str = "20261202_0042_memory_policies"
+down_revision: str | None = "20261202_0034_retention"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
