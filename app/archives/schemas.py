@@ -90,6 +90,18 @@ class CommitCreate(TurnRetentionFields):
     wait_timeout_s: float | None = Field(default=None, gt=0, le=600, strict=True)
 
 
+class RestoreCreate(BaseModel):
+    """``POST /v1/sessions/{id}/working-memory:restore``: which version to make current again."""
+
+    model_config = ConfigDict(extra="forbid")
+    archive_seq: int = Field(
+        ge=1,
+        le=2**31 - 1,
+        strict=True,
+        description="the done archive whose working memory becomes current again",
+    )
+
+
 class DecisionRead(BaseModel):
     section: str
     requested: str | None
@@ -171,6 +183,14 @@ class ArchiveRead(BaseModel):
         description="what long-term memory extraction did; null before the archive is done, "
         "or when extraction is off"
     )
+    messages_purged_at: datetime | None = Field(
+        default=None,
+        description="when the tenant's retention policy purged the archive's raw messages "
+        "(its working memory and overview stay); null while they are kept",
+    )
+    messages_purged_count: int | None = Field(
+        default=None, description="how many raw messages that purge deleted"
+    )
 
 
 class ArchivePage(BaseModel):
@@ -226,6 +246,11 @@ class ArchiveExpanded(ArchiveRead):
     legacy_overview: str | None
     decisions: list[DecisionRead]
     messages: list[MessageRead]
+    messages_note: str | None = Field(
+        default=None,
+        description="why ``messages`` is empty when the raw messages were purged by retention; "
+        "null while they are kept",
+    )
     next_after_seq: int | None
     produced_memories: list[ProducedMemoryRead] = Field(
         description="the long-term memory changes this archive made (provenance: memories → "

@@ -16,6 +16,7 @@ from typing import Any
 from sqlalchemy import (
     ColumnElement,
     delete,
+    func,
     insert,
     or_,
     select,
@@ -141,6 +142,14 @@ class MemoryRepository:
             conditions.append(Memory.user_id == self.scope.user_id)
         return conditions
 
+    def _live(self) -> list[Any]:
+        """Visible and not expired: an expired memory is hidden from the moment it expires
+        (the worker deletes it later)."""
+        return [
+            *self._visible(),
+            or_(Memory.expires_at.is_(None), Memory.expires_at > func.now()),
+        ]
+
     def _visible_events(self) -> list[Any]:
         conditions: list[Any] = [MemoryEvent.tenant_id == self.scope.tenant_id]
         if self.scope.user_id is not None:
@@ -242,7 +251,7 @@ class MemoryRepository:
         limit: int,
     ) -> list[StoredMemory]:
         """Visible memories, newest first, before ``(created_at, memory_id)``."""
-        statement = select(*_MEMORY_COLUMNS).where(*self._visible())
+        statement = select(*_MEMORY_COLUMNS).where(*self._live())
         if user_id is not None:
             statement = statement.where(Memory.user_id == user_id)
         if agent_id is not None:
@@ -262,7 +271,7 @@ class MemoryRepository:
     async def get(self, memory_id: uuid.UUID) -> StoredMemory | None:
         row = (
             await self.db.execute(
-                select(*_MEMORY_COLUMNS).where(*self._visible(), Memory.memory_id == memory_id)
+                select(*_MEMORY_COLUMNS).where(*self._live(), Memory.memory_id == memory_id)
             )
         ).first()
         return None if row is None else _memory_at(row, 0)
@@ -296,7 +305,8 @@ class MemoryRepository:
             .outerjoin(
                 Memory,
                 (Memory.tenant_id == MemoryEvent.tenant_id)
-                & (Memory.memory_id == MemoryEvent.memory_id),
+                & (Memory.memory_id == MemoryEvent.memory_id)
+                & or_(Memory.expires_at.is_(None), Memory.expires_at > func.now()),
             )
             .where(
                 *self._visible_events(),

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from sqlalchemy import text
 
-# The rows both retrievers see: the tenant, the key's user, the filters, like vectors only, and
-# current memories unless asked.
+# The rows both retrievers see: the tenant, the key's user, the filters, like vectors only,
+# unexpired, and current memories unless asked.
 _FILTERS = """
     tenant_id = :tenant_id AND embedding_model = :model
+    AND (expires_at IS NULL OR expires_at > now())
     AND (:include_superseded OR superseded_by IS NULL)
     AND (CAST(:bound_user AS text) IS NULL OR user_id = CAST(:bound_user AS text))
     AND (CAST(:user_id AS text) IS NULL OR user_id = CAST(:user_id AS text))
@@ -54,12 +55,16 @@ WITH {nearest}, by_vector AS (
            row_number() OVER (ORDER BY distance, memory_id) AS rank
     FROM nearest
 ), by_text AS (
-    SELECT memory_id, similarity, updated_at,
-           row_number() OVER (ORDER BY text_rank DESC, memory_id) AS rank
+    SELECT c.memory_id, c.similarity, c.updated_at,
+           row_number() OVER (ORDER BY c.text_rank DESC, c.memory_id) AS rank
     FROM workmem_memory_text_candidates(
         CAST(:query AS text), CAST(:vector AS vector), CAST(:per_retriever AS integer),
         CAST(:model AS text), CAST(:bound_user AS text), CAST(:user_id AS text),
-        CAST(:category AS text), CAST(:include_superseded AS boolean))
+        CAST(:category AS text), CAST(:include_superseded AS boolean)) AS c
+    WHERE NOT EXISTS (
+        SELECT FROM memories x
+        WHERE x.tenant_id = :tenant_id AND x.memory_id = c.memory_id AND x.expires_at <= now()
+    )
 ), fused AS (
     SELECT memory_id, min(vector_rank) AS vector_rank, min(text_rank) AS text_rank,
            sum(1.0::float8 / (:rrf_k + rank)) AS fused,
@@ -84,6 +89,7 @@ SELECT b.vector_rank, b.text_rank, b.fused, b.score,
        m.superseded_by, m.created_at, m.updated_at
 FROM best b
 JOIN memories m ON m.tenant_id = :tenant_id AND m.memory_id = b.memory_id
+WHERE m.expires_at IS NULL OR m.expires_at > now()
 ORDER BY b.fused DESC, b.updated_at DESC, b.memory_id
 """
 SEARCH_BY_INDEX = text(_SEARCH.format(nearest=_BY_INDEX))

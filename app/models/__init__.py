@@ -3,8 +3,11 @@
 from app.models.archives import Archive, ArchiveStatus, WmSectionVersion
 from app.models.audit import AuditorLogin
 from app.models.idempotency import IdempotencyKey
-from app.models.memories import Memory, MemoryEvent
+from app.models.ledger import ContextRecord
+from app.models.lifecycle import ReceiptKey, UserErasure
+from app.models.memories import Memory, MemoryEvent, UserMemoryPolicy
 from app.models.pins import Pin, PinEvent
+from app.models.retention import RetentionPolicy
 from app.models.sessions import AgentSession, Message, MessageRedaction, MessageRetraction
 from app.models.tenancy import ApiKey, Tenant
 from app.models.webhooks import WebhookAttempt, WebhookDelivery, WebhookSubscription
@@ -15,6 +18,7 @@ __all__ = [
     "Archive",
     "ArchiveStatus",
     "AuditorLogin",
+    "ContextRecord",
     "IdempotencyKey",
     "Memory",
     "MemoryEvent",
@@ -23,7 +27,11 @@ __all__ = [
     "MessageRetraction",
     "Pin",
     "PinEvent",
+    "ReceiptKey",
+    "RetentionPolicy",
     "Tenant",
+    "UserErasure",
+    "UserMemoryPolicy",
     "WebhookAttempt",
     "WebhookDelivery",
     "WebhookSubscription",

@@ -52,7 +52,8 @@ class Archive(Base):
             ["agent_sessions.tenant_id", "agent_sessions.agent_session_id"],
             ondelete="CASCADE",
         ),
-        CheckConstraint("start_seq <= end_seq", name="range"),
+        # A restore archive covers no new message: its range is empty (end_seq = start_seq - 1).
+        CheckConstraint("start_seq <= end_seq + 1", name="range"),
         CheckConstraint(
             "status IN ('pending', 'running', 'done', 'failed', 'cleared')", name="status"
         ),
@@ -68,6 +69,13 @@ class Archive(Base):
             "tenant_id",
             "agent_session_id",
             "end_seq",
+        ),
+        # Retention: a tenant's oldest archives whose raw messages are still kept.
+        Index(
+            "ix_archives_tenant_id_created_at_unpurged",
+            "tenant_id",
+            "created_at",
+            postgresql_where=text("messages_purged_at IS NULL"),
         ),
     )
 
@@ -109,6 +117,10 @@ class Archive(Base):
     finished_at: Mapped[datetime | None]
     memories: Mapped[dict[str, Any] | None]
     """What long-term memory extraction did for this archive (``app.memories.records``)."""
+    messages_purged_at: Mapped[datetime | None]
+    """When retention deleted the archive's raw messages (NULL: they are kept)."""
+    messages_purged_count: Mapped[int | None] = mapped_column(Integer)
+    """How many raw messages that purge deleted."""
 
 
 class WmSectionVersion(Base):
