@@ -20,6 +20,7 @@ from app.tenancy.principal import Scope
 
 # Children before parents: each table's rows of the agent session, before the agent session.
 SESSION_TABLES: Final = (
+    "context_records",
     "message_redactions",
     "message_retractions",
     "pin_events",

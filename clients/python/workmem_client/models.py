@@ -505,6 +505,8 @@ class ContextRead(BaseModel):
 class RecordedMemory(BaseModel):
     memory_id: uuid.UUID
     score: float
+    content_sha256: str = Field(description="the content as it was sent (memories are restated)")
+    updated_at: datetime = Field(description="when it had last been stated, as it was sent")
 
 
 class RecordedPins(BaseModel):
