@@ -49,6 +49,8 @@ from app.tenancy import service as tenancy
 from app.tenancy.auth import AUTHENTICATOR, Authenticator
 from app.tenancy.endpoints import keys_router
 from app.tenancy.endpoints import router as admin_router
+from app.usage.endpoints import router as usage_router
+from app.usage.recorder import UsageRecorder
 from app.web.docs_pages import OfflineDocsPolicy
 from app.web.errors import SubApps, install_error_handlers, problem
 from app.web.json_bodies import BodiesAreJson
@@ -121,7 +123,9 @@ def create_app(
             ),
         )
         AUTHENTICATOR.put(app, Authenticator(db_, settings))
-        embedder = build_embedder(settings)
+        # Every model and embedding call becomes a usage row, written in the background.
+        usage = UsageRecorder(db_)
+        embedder = build_embedder(settings, usage.record)
         EMBEDDER.put(app, embedder)
         try:
             await check_embedder(db_, embedder)
@@ -129,11 +133,12 @@ def create_app(
             # The service starts with the database down and recovers when it returns; /readyz
             # repeats the check and stays 503 while the embedder does not fit.
             logger.warning("the embedder's dimension could not be checked: database unreachable")
-        chosen = generator or build_generator(settings)
+        chosen = generator or build_generator(settings, usage.record)
         memories = build_memory_extractor(settings, chosen, embedder)
         worker = build_worker(settings, db_, chosen, memories)
         WORKER.put(app, worker)
         stop = asyncio.Event()
+        recording = asyncio.create_task(usage.run(stop))
         task = asyncio.create_task(worker.run_alone(stop)) if settings.worker_enabled else None
         # Webhooks are delivered where the archive worker runs (serve without it leaves them
         # to `workmem worker`); any number of loops may run, each claim is its own.
@@ -154,6 +159,8 @@ def create_app(
             if group_commit is not None:
                 await group_commit.close()
             await close_embedder(embedder)
+            await recording
+            await usage.close()
             if owned:
                 await db_.dispose()
 
@@ -198,6 +205,8 @@ def create_app(
     app.include_router(message_search_router)
     # Redaction (the data lifecycle).
     app.include_router(lifecycle_router)
+    # What the models cost (tenant admin keys).
+    app.include_router(usage_router)
 
     # The OpenViking-compatible API under /api/v1, with its own envelope errors (and /health).
     install_openviking_api(app, sub_apps)

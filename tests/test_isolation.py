@@ -368,8 +368,9 @@ async def test_no_route_reveals_or_changes_what_another_tenant_may_not_see(
         ]
         if method in WRITES:
             forbidden.append(("reader", owner.keys.read, {403}))
-        if template.startswith(("/v1/keys", "/v1/webhooks")):
+        if template.startswith(("/v1/keys", "/v1/webhooks", "/v1/usage")):
             forbidden.append(("writer", owner.keys.write, {403}))
+            forbidden.append(("reader", owner.keys.read, {403}))
         for role, headers, statuses in forbidden:
             refused = await send(client, method, template, values, headers)
             tally.probes += 1

@@ -40,6 +40,7 @@ from app.metrics import (
     record_decisions,
 )
 from app.models import ArchiveStatus
+from app.usage.records import calls_for
 
 logger = logging.getLogger(__name__)
 
@@ -164,7 +165,11 @@ class ArchiveWorker:
 
     async def _process(self, claim: Claim) -> str:
         """Phase 2 of one claimed archive; its outcome (``done``, ``retry``, ``failed``,
-        ``lease_lost``) for the metrics."""
+        ``lease_lost``) for the metrics. Model calls made for it are the archive's."""
+        with calls_for(claim.tenant_id, claim.agent_session_id, claim.archive_seq):
+            return await self._phase2(claim)
+
+    async def _phase2(self, claim: Claim) -> str:
         started = time.perf_counter()
         stage = "load"
         try:

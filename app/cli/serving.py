@@ -89,6 +89,7 @@ def worker(
 ) -> None:
     """Process archives (phase 2) until SIGTERM/SIGINT; run as many processes as you like."""
     from app.archives.worker import ArchiveWorker
+    from app.usage.recorder import UsageRecorder
     from app.wiring import (
         build_deliverer,
         build_embedder,
@@ -110,8 +111,9 @@ def worker(
             bounds=Bounds.from_settings(resolved.settings),
         )
         await database.check_login()
-        generator = build_generator(resolved.settings)
-        embedder = build_embedder(resolved.settings)
+        usage = UsageRecorder(database)
+        generator = build_generator(resolved.settings, usage.record)
+        embedder = build_embedder(resolved.settings, usage.record)
         memories = build_memory_extractor(resolved.settings, generator, embedder)
         workers: list[ArchiveWorker] = [
             build_worker(resolved.settings, database, generator, memories)
@@ -129,6 +131,7 @@ def worker(
             else None
         )
         loops = [worker.run(stop) for worker in workers]
+        loops.append(usage.run(stop))
         if deliverer is not None:
             loops.append(deliverer.run(stop))
         try:

@@ -7,6 +7,7 @@ from app.models.memories import Memory, MemoryEvent
 from app.models.pins import Pin, PinEvent
 from app.models.sessions import AgentSession, Message, MessageRedaction, MessageRetraction
 from app.models.tenancy import ApiKey, Tenant
+from app.models.usage import ModelCall
 from app.models.webhooks import WebhookAttempt, WebhookDelivery, WebhookSubscription
 
 __all__ = [
@@ -21,6 +22,7 @@ __all__ = [
     "Message",
     "MessageRedaction",
     "MessageRetraction",
+    "ModelCall",
     "Pin",
     "PinEvent",
     "Tenant",

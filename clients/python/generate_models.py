@@ -40,6 +40,7 @@ ANSWERS = (
     "MemorySearchRead",
     "MessagePage",
     "MessageRead",
+    "ModelUsageReport",
     "PinList",
     "PinRead",
     "RetractionRead",

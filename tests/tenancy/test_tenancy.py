@@ -243,6 +243,7 @@ async def test_rls_is_forced_on_every_tenant_table(admin_database: Database) -> 
             "memory_events",
             "message_redactions",
             "message_retractions",
+            "model_calls",
             "pin_events",
             "pins",
             "webhook_attempts",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping, Sequence
+from datetime import date
 from typing import Any, Literal
 
 from workmem_client.call import Call, body, keyed, nothing, query, reads
@@ -29,6 +30,7 @@ from workmem_client.models import (
     HistorySearchRead,
     MemorySearchRead,
     MessagePage,
+    ModelUsageReport,
     PinList,
     PinRead,
     RetractionRead,
@@ -392,4 +394,21 @@ def webhook_deliveries(
         f"/v1/webhooks/{webhook_id}/deliveries",
         reads(DeliveryPage),
         params=query(cursor=cursor, limit=limit),
+    )
+
+
+# --- what the models cost (admin keys) ---------------------------------------------------------
+
+
+def model_usage(
+    *, since: date | str | None = None, until: date | str | None = None
+) -> Call[ModelUsageReport]:
+    """The tenant's model calls and tokens by UTC day and model, from ``since`` to ``until``
+    (both days included; the server's defaults: the 30 days up to today)."""
+    days = {"from": since, "to": until}
+    return Call(
+        "GET",
+        "/v1/usage/models",
+        reads(ModelUsageReport),
+        params={name: str(day) for name, day in days.items() if day is not None},
     )

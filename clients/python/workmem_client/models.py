@@ -525,6 +525,32 @@ class MessagePage(BaseModel):
     )
 
 
+class ModelUsageDay(BaseModel):
+    day: str = Field(description="the UTC day")
+    model: str
+    calls: int = Field(description="calls made or refused, whatever their outcome")
+    errors: int = Field(description="calls that failed")
+    refused: int = Field(description="calls not made because the model's circuit was open")
+    input_tokens: int = Field(description="tokens in, as the provider reported them")
+    output_tokens: int = Field(description="tokens out, as the provider reported them")
+    mean_latency_ms: int
+
+
+class ModelUsageTotals(BaseModel):
+    calls: int
+    errors: int
+    refused: int
+    input_tokens: int
+    output_tokens: int
+
+
+class ModelUsageReport(BaseModel):
+    from_: str = Field(description="the first UTC day counted", alias="from")
+    to: str = Field(description="the last UTC day counted")
+    items: list[ModelUsageDay] = Field(description="one per day and model with calls, by day")
+    totals: ModelUsageTotals
+
+
 class PinRead(BaseModel):
     pin_id: uuid.UUID
     text: str
@@ -642,6 +668,9 @@ __all__ = [
     "MemoryUsageRead",
     "MessagePage",
     "MessageRead",
+    "ModelUsageDay",
+    "ModelUsageReport",
+    "ModelUsageTotals",
     "PinList",
     "PinRead",
     "PinStats",

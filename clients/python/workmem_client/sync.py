@@ -104,6 +104,7 @@ class WorkmemClient:
     list_webhooks = _sent(calls.list_webhooks)
     delete_webhook = _sent(calls.delete_webhook)
     webhook_deliveries = _sent(calls.webhook_deliveries)
+    model_usage = _sent(calls.model_usage)
 
     def chat_messages(
         self,
