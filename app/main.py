@@ -18,7 +18,7 @@ from fastapi.responses import JSONResponse, Response
 from fastapi_offline import FastAPIOffline
 from sqlalchemy import exc as sa_exc
 
-from app import metrics
+from app import metrics, telemetry
 from app.archives.dependencies import WORKER
 from app.archives.endpoints import router as archives_router
 from app.archives.generation import WorkingMemoryGenerator
@@ -87,6 +87,8 @@ def create_app(
         # Everything built here is kept in a typed slot of the app's state (``app.web.state``)
         # declared beside the feature that reads it.
         owned = database is None
+        # OpenTelemetry, when configured (WORKMEM_OTEL_*, OTEL_EXPORTER_OTLP_*).
+        owns_telemetry = telemetry.start(settings)
         if database is not None:
             db_ = database
         else:
@@ -163,6 +165,8 @@ def create_app(
             await usage.close()
             if owned:
                 await db_.dispose()
+            if owns_telemetry:
+                telemetry.stop()
 
     # /docs and /redoc load Swagger UI and ReDoc from files the service serves itself: no CDN.
     app = FastAPIOffline(

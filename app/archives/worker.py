@@ -23,6 +23,7 @@ from typing import Any
 import psycopg
 from sqlalchemy import exc as sa_exc
 
+from app import telemetry
 from app.archives import queue
 from app.archives.generation import WorkingMemoryGenerator
 from app.archives.jobs import ArchiveJobService, LeaseLost
@@ -163,6 +164,13 @@ class ArchiveWorker:
             await asyncio.gather(heartbeat, return_exceptions=True)
         PHASE2_DURATION.labels(outcome).observe(time.perf_counter() - started)
 
+    @telemetry.traced(
+        "workmem.archive.generate",
+        lambda self, claim: {
+            **telemetry.ids(claim.tenant_id, claim.agent_session_id, claim.archive_seq),
+            "workmem.attempt": claim.attempt,
+        },
+    )
     async def _process(self, claim: Claim) -> str:
         """Phase 2 of one claimed archive; its outcome (``done``, ``retry``, ``failed``,
         ``lease_lost``) for the metrics. Model calls made for it are the archive's."""
@@ -207,6 +215,7 @@ class ArchiveWorker:
             return await self._retry_or_fail(claim, stage, f"{type(error).__name__}: {error}"[:500])
         ARCHIVES_FINISHED.labels("done").inc()
         GENERATORS.labels(generated.generator).inc()
+        telemetry.annotate(**{"workmem.generator": generated.generator})
         record_decisions(
             (None if d.guard is None else d.guard.value, d.reason.value)
             for d in generated.result.decisions

@@ -88,6 +88,7 @@ def worker(
     concurrency: Annotated[int, typer.Option(min=1, max=64, help="archives processed at once")] = 1,
 ) -> None:
     """Process archives (phase 2) until SIGTERM/SIGINT; run as many processes as you like."""
+    from app import telemetry
     from app.archives.worker import ArchiveWorker
     from app.usage.recorder import UsageRecorder
     from app.wiring import (
@@ -111,6 +112,7 @@ def worker(
             bounds=Bounds.from_settings(resolved.settings),
         )
         await database.check_login()
+        owns_telemetry = telemetry.start(resolved.settings)
         usage = UsageRecorder(database)
         generator = build_generator(resolved.settings, usage.record)
         embedder = build_embedder(resolved.settings, usage.record)
@@ -141,6 +143,8 @@ def worker(
                 await deliverer.close()
             await close_embedder(embedder)
             await database.dispose()
+            if owns_telemetry:
+                telemetry.stop()
 
     try:
         asyncio.run(main())
