@@ -30,7 +30,9 @@ from app.context.endpoints import router as context_router
 from app.db import Bounds, Database
 from app.deps import DATABASE, SETTINGS
 from app.errors import Unavailable
+from app.ledger.endpoints import router as ledger_router
 from app.lifecycle.endpoints import router as lifecycle_router
+from app.lifecycle.erasure_endpoints import router as erasure_router
 from app.limits.service import LimitConfig, TenantLimits
 from app.memories.dependencies import EMBEDDER
 from app.memories.embedding import Embedder
@@ -199,6 +201,7 @@ def create_app(
     # The working-memory section history, beside the audit pages that show it.
     app.include_router(section_history_router)
     app.include_router(context_router)
+    app.include_router(ledger_router)
     # The audit pages (/ui) and their stylesheet.
     install_audit_pages(app)
     app.include_router(memories_router)
@@ -209,6 +212,7 @@ def create_app(
     app.include_router(message_search_router)
     # Redaction (the data lifecycle).
     app.include_router(lifecycle_router)
+    app.include_router(erasure_router)
     # What the models cost (tenant admin keys).
     app.include_router(usage_router)
 

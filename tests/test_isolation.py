@@ -57,6 +57,7 @@ BODIES: dict[tuple[str, str], Any] = {
     ("post", "/v1/sessions/{agent_session_id}/messages:retract"): {},
     ("post", "/v1/sessions/{agent_session_id}/messages/{seq}:redact"): {"reason": "a probe"},
     ("post", "/v1/sessions/{agent_session_id}/pins"): {"text": "a probe's pin"},
+    ("post", "/v1/sessions/{agent_session_id}/working-memory:restore"): {"archive_seq": 1},
     ("post", "/v1/webhooks"): {"url": "https://93.184.216.34/hooks", "events": ["archive.done"]},
 }
 """A valid body for each operation that takes one (a new such route must be added here)."""
@@ -80,6 +81,7 @@ class Objects:
     webhook_id: str
     pin_id: str
     tool_result_id: str
+    context_id: str
     message_count: int = 0
 
     def path_values(self) -> dict[str, str]:
@@ -95,7 +97,10 @@ class Objects:
             "webhook_id": self.webhook_id,
             "pin_id": self.pin_id,
             "tool_result_id": self.tool_result_id,
+            "context_id": self.context_id,
             "seq": "1",
+            # A user of this tenant (alice, whose objects the sweeps name).
+            "user_id": "alice",
         }
 
 
@@ -112,7 +117,9 @@ def missing_values() -> dict[str, str]:
         "webhook_id": str(uuid.uuid4()),
         "pin_id": str(uuid.uuid4()),
         "tool_result_id": f"call_{uuid.uuid4().hex[:12]}",
+        "context_id": str(uuid.uuid4()),
         "seq": "1",
+        "user_id": f"nobody-{uuid.uuid4().hex[:8]}",
     }
 
 
@@ -173,6 +180,10 @@ async def objects_of(
     )
     assert pinned.status_code == 201, pinned.text
     assert remembered, "the probe needs a long-term memory of this owner"
+    context = await http.get(
+        f"/v1/sessions/{agent_session_id}/context", params={"record": "true"}, headers=writer
+    )
+    assert context.status_code == 200, context.text
     return Objects(
         keys,
         agent_session_id,
@@ -183,6 +194,7 @@ async def objects_of(
         hooked.json()["id"],
         pinned.json()["pin_id"],
         tool_result_id,
+        context.json()["context_id"],
     )
 
 
@@ -368,7 +380,7 @@ async def test_no_route_reveals_or_changes_what_another_tenant_may_not_see(
         ]
         if method in WRITES:
             forbidden.append(("reader", owner.keys.read, {403}))
-        if template.startswith(("/v1/keys", "/v1/webhooks", "/v1/usage")):
+        if template.startswith(("/v1/keys", "/v1/webhooks", "/v1/users", "/v1/usage")):
             forbidden.append(("writer", owner.keys.write, {403}))
             forbidden.append(("reader", owner.keys.read, {403}))
         for role, headers, statuses in forbidden:

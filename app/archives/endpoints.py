@@ -14,12 +14,14 @@ from fastapi import APIRouter, Path, Query, Response, status
 from app.archives import flows
 from app.archives.dependencies import WorkerDep
 from app.archives.presenter import archive_expanded, archive_read
+from app.archives.restoring import RestoreService
 from app.archives.schemas import (
     ArchiveExpanded,
     ArchivePage,
     ArchiveRead,
     CommitCreate,
     CommitRead,
+    RestoreCreate,
     WorkingMemoryRead,
 )
 from app.archives.service import ArchiveService
@@ -199,3 +201,19 @@ async def working_memory(
             else await service.memories_produced(agent_session_id, current.archive_seq)
         )
     return WorkingMemoryRead.from_value(current or WorkingMemory.empty(), produced)
+
+
+@router.post(
+    "/{agent_session_id}/working-memory:restore",
+    status_code=status.HTTP_201_CREATED,
+    responses=problems(404, 409, *WITH_BODY),
+)
+async def restore_working_memory(
+    agent_session_id: uuid.UUID, body: RestoreCreate, principal: Writer, database: DatabaseDep
+) -> WorkingMemoryRead:
+    """Make the working memory of a done archive current again, as a new version (an archive
+    with generator ``restore`` that covers no new message, one ``RESTORE`` decision per
+    section); the next commit updates from it."""
+    async with database.tenant(principal.tenant_id) as db:
+        restored = await RestoreService(db, principal).restore(agent_session_id, body.archive_seq)
+    return WorkingMemoryRead.from_value(restored)

@@ -90,6 +90,18 @@ class CommitCreate(TurnRetentionFields):
     wait_timeout_s: float | None = Field(default=None, gt=0, le=600, strict=True)
 
 
+class RestoreCreate(BaseModel):
+    """``POST /v1/sessions/{id}/working-memory:restore``: which version to make current again."""
+
+    model_config = ConfigDict(extra="forbid")
+    archive_seq: int = Field(
+        ge=1,
+        le=2**31 - 1,
+        strict=True,
+        description="the done archive whose working memory becomes current again",
+    )
+
+
 class DecisionRead(BaseModel):
     section: str
     requested: str | None

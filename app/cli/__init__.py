@@ -12,6 +12,7 @@ from app.cli import (  # noqa: F401 - each module registers its commands on ``cl
     database,
     debugging,
     importing,
+    lifecycle,
     mcp,
     memories,
     operators,

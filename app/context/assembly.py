@@ -96,6 +96,9 @@ class Assembly:
     """Tool results sent as a placeholder (``clear_tool_results``): (seq, tokens saved)."""
     kept_whole: int = 0
     """Tool results clearing kept whole among the unsummarised messages (fill goes on counting)."""
+    summary_layer: int = 0
+    """The room the sent summary was reduced to fit: the same working memory within the same
+    room is the same text (what the context ledger rebuilds it from)."""
 
     @property
     def total(self) -> int:
@@ -195,6 +198,7 @@ def assemble(
     raw_tokens = max(forced_tokens, fit_units(units, room).tokens)
     layer = max(0, min(layer, max(usable // SUMMARY_FLOOR_SHARE, room - raw_tokens)))
     summary = None if working_memory is None else summarise(working_memory, layer, counter)
+    summary_layer = layer
     wm_tokens = summary.tokens if summary is not None else 0
     if summary is not None and summary.text is None and not hint_omitted:
         text, hint_tokens, hint_omitted = fitting(hint.without_summary)
@@ -203,9 +207,10 @@ def assemble(
         # the unsummarised messages.
         noted = f"{text} {CUT_NOTE}"
         noted_tokens = counter(noted)
-        shorter = summarise(working_memory, layer - (noted_tokens - hint_tokens), counter)
+        noted_layer = layer - (noted_tokens - hint_tokens)
+        shorter = summarise(working_memory, noted_layer, counter)
         if shorter.text is not None:
-            summary, wm_tokens = shorter, shorter.tokens
+            summary, wm_tokens, summary_layer = shorter, shorter.tokens, noted_layer
             text, hint_tokens = noted, noted_tokens
     head_tokens = hint_tokens + wm_tokens + pinned.tokens
     room = max(0, min(usable // RECALL_SHARE, usable - head_tokens - forced_tokens))
@@ -247,4 +252,5 @@ def assemble(
         pinned=pinned,
         cleared=tuple((seq, saved[seq]) for seq in included if seq in saved),
         kept_whole=kept_whole,
+        summary_layer=summary_layer,
     )

@@ -3,6 +3,8 @@
 from app.models.archives import Archive, ArchiveStatus, WmSectionVersion
 from app.models.audit import AuditorLogin
 from app.models.idempotency import IdempotencyKey
+from app.models.ledger import ContextRecord
+from app.models.lifecycle import ReceiptKey, UserErasure
 from app.models.memories import Memory, MemoryEvent
 from app.models.pins import Pin, PinEvent
 from app.models.sessions import AgentSession, Message, MessageRedaction, MessageRetraction
@@ -16,6 +18,7 @@ __all__ = [
     "Archive",
     "ArchiveStatus",
     "AuditorLogin",
+    "ContextRecord",
     "IdempotencyKey",
     "Memory",
     "MemoryEvent",
@@ -25,7 +28,9 @@ __all__ = [
     "ModelCall",
     "Pin",
     "PinEvent",
+    "ReceiptKey",
     "Tenant",
+    "UserErasure",
     "WebhookAttempt",
     "WebhookDelivery",
     "WebhookSubscription",

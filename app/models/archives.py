@@ -52,7 +52,8 @@ class Archive(Base):
             ["agent_sessions.tenant_id", "agent_sessions.agent_session_id"],
             ondelete="CASCADE",
         ),
-        CheckConstraint("start_seq <= end_seq", name="range"),
+        # A restore archive covers no new message: its range is empty (end_seq = start_seq - 1).
+        CheckConstraint("start_seq <= end_seq + 1", name="range"),
         CheckConstraint(
             "status IN ('pending', 'running', 'done', 'failed', 'cleared')", name="status"
         ),

@@ -29,6 +29,8 @@ ANSWERS = (
     "CommitRead",
     "CompactRead",
     "ContextRead",
+    "ContextRecordPage",
+    "ContextRecordRead",
     "DecisionRead",
     "DeliveryAttemptRead",
     "DeliveryPage",

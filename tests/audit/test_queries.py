@@ -22,6 +22,7 @@ TESTED = {
     "sections_at_threshold",
     "archive_decisions",
     "restored_items",
+    "restores",  # run in tests/archives/test_restore.py, on agent sessions restored there
 }
 
 

@@ -214,3 +214,20 @@ async def test_the_report_adds_up_each_tenants_own_calls_by_day_and_model(
     for key in (tenant.writer, tenant.reader):
         refused = await client.get("/v1/usage/models", headers=tenant.headers(key))
         assert refused.status_code == 403, refused.text
+
+
+async def test_erasing_a_user_keeps_the_bill_and_forgets_the_agent_session(
+    client: httpx.AsyncClient, database: Database, admin_database: Database, tenant: TenantKeys
+) -> None:
+    created = await client.post("/v1/sessions", json={"user_id": "erin"}, headers=tenant.write)
+    session = uuid.UUID(created.json()["id"])
+    recorder = UsageRecorder(database)
+    recorder.record(row(tenant.tenant_id, scope=CallScope(tenant.tenant_id, session, 1)))
+    await recorder.close()
+    assert [found[5] for found in await stored(admin_database, tenant.tenant_id)] == [session]
+    erased = await client.delete("/v1/users/erin", headers=tenant.headers(tenant.admin))
+    assert erased.status_code == 200, erased.text
+    assert "model_calls" not in erased.text
+    assert await stored(admin_database, tenant.tenant_id) == [
+        ("wm_update", "gpt-row", 100, 10, "ok", None, 1)
+    ]

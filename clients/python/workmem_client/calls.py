@@ -25,6 +25,8 @@ from workmem_client.models import (
     CommitRead,
     CompactRead,
     ContextRead,
+    ContextRecordPage,
+    ContextRecordRead,
     DeliveryPage,
     EventType,
     HistorySearchRead,
@@ -226,6 +228,17 @@ def working_memory(agent_session_id: Id) -> Call[WorkingMemoryRead]:
     return Call("GET", f"{_session(agent_session_id)}/working-memory", reads(WorkingMemoryRead))
 
 
+def restore_working_memory(agent_session_id: Id, archive_seq: int) -> Call[WorkingMemoryRead]:
+    """Make the working memory of done archive ``archive_seq`` current again, as a new version
+    (generator ``restore``); the next commit updates from it."""
+    return Call(
+        "POST",
+        f"{_session(agent_session_id)}/working-memory:restore",
+        reads(WorkingMemoryRead),
+        body={"archive_seq": archive_seq},
+    )
+
+
 def working_memory_history(
     agent_session_id: Id,
     *,
@@ -265,10 +278,12 @@ def context(
     recall_limit: int | None = None,
     recall_min_score: float | None = None,
     fill: bool | None = None,
+    record: bool | None = None,
 ) -> Call[ContextRead]:
     """What to send the model next: ``messages`` (summary, then raw messages) and the
     ``system_prompt_addition``, within ``token_budget`` (``fill``: the room left goes to the
-    newest messages the summary covers)."""
+    newest messages the summary covers; ``record``: keep what it was made of in the context
+    ledger, named by the answer's ``context_id``)."""
     params = query(
         token_budget=token_budget,
         reserve_tokens=reserve_tokens,
@@ -276,6 +291,7 @@ def context(
         recall=recall,
         recall_limit=recall_limit,
         recall_min_score=recall_min_score,
+        record=record,
     )
     return Call("GET", f"{_session(agent_session_id)}/context", reads(ContextRead), params=params)
 
@@ -287,6 +303,7 @@ def compact(
     reserve_tokens: int | None = None,
     wait_timeout_s: float | None = None,
     fill: bool | None = None,
+    record: bool | None = None,
 ) -> Call[CompactRead]:
     """Commit every live message, wait for the working memory, then the context."""
     params = query(
@@ -294,8 +311,34 @@ def compact(
         reserve_tokens=reserve_tokens,
         wait_timeout_s=wait_timeout_s,
         fill=fill,
+        record=record,
     )
     return Call("POST", f"{_session(agent_session_id)}/compact", reads(CompactRead), params=params)
+
+
+def contexts(
+    agent_session_id: Id, *, cursor: str | None = None, limit: int | None = None
+) -> Call[ContextRecordPage]:
+    """The agent session's recorded contexts, newest first (``next_cursor`` pages on)."""
+    return Call(
+        "GET",
+        f"{_session(agent_session_id)}/contexts",
+        reads(ContextRecordPage),
+        params=query(cursor=cursor, limit=limit),
+    )
+
+
+def recorded_context(
+    agent_session_id: Id, context_id: Id, *, render: bool | None = None
+) -> Call[ContextRecordRead]:
+    """One recorded context: what it was made of (``render``: its messages rebuilt from the
+    rows it names, with whether they hash as recorded and what was since erased or redacted)."""
+    return Call(
+        "GET",
+        f"{_session(agent_session_id)}/contexts/{context_id}",
+        reads(ContextRecordRead),
+        params=query(render=render),
+    )
 
 
 # --- long-term memory, history search, pins ----------------------------------------------------
