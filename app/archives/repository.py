@@ -296,8 +296,19 @@ class ArchiveRepository:
         ]
 
     async def failed_between(
-        self, agent_session_id: uuid.UUID, *, after_seq: int, before_seq: int
+        self,
+        agent_session_id: uuid.UUID,
+        *,
+        after_seq: int,
+        before_seq: int,
+        with_done: bool = False,
     ) -> Sequence[Archive]:
+        """The failed and cleared archives between two (and, ``with_done``, the done ones too:
+        between a prior working memory and the next archive, those are the archives done
+        without a working memory)."""
+        statuses = [ArchiveStatus.FAILED, ArchiveStatus.CLEARED]
+        if with_done:
+            statuses.append(ArchiveStatus.DONE)
         return (
             await self.db.scalars(
                 select(Archive)
@@ -305,7 +316,7 @@ class ArchiveRepository:
                     *self._of(agent_session_id),
                     Archive.archive_seq > after_seq,
                     Archive.archive_seq < before_seq,
-                    Archive.status.in_((ArchiveStatus.FAILED, ArchiveStatus.CLEARED)),
+                    Archive.status.in_(statuses),
                 )
                 .order_by(Archive.archive_seq)
             )

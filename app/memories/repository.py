@@ -16,6 +16,7 @@ from typing import Any
 from sqlalchemy import (
     ColumnElement,
     delete,
+    func,
     insert,
     or_,
     select,
@@ -96,6 +97,7 @@ WITH by_vector AS (
         SELECT memory_id, updated_at, embedding <=> CAST(:vector AS vector) AS distance
         FROM memories
         WHERE tenant_id = :tenant_id AND embedding_model = :model
+          AND (expires_at IS NULL OR expires_at > now())
           AND (:include_superseded OR superseded_by IS NULL)
           AND (CAST(:bound_user AS text) IS NULL OR user_id = CAST(:bound_user AS text))
           AND (CAST(:user_id AS text) IS NULL OR user_id = CAST(:user_id AS text))
@@ -104,12 +106,16 @@ WITH by_vector AS (
         LIMIT :per_retriever
     ) AS nearest
 ), by_text AS (
-    SELECT memory_id, similarity, updated_at,
-           row_number() OVER (ORDER BY text_rank DESC, memory_id) AS rank
+    SELECT c.memory_id, c.similarity, c.updated_at,
+           row_number() OVER (ORDER BY c.text_rank DESC, c.memory_id) AS rank
     FROM workmem_memory_text_candidates(
         CAST(:query AS text), CAST(:vector AS vector), CAST(:per_retriever AS integer),
         CAST(:model AS text), CAST(:bound_user AS text), CAST(:user_id AS text),
-        CAST(:category AS text), CAST(:include_superseded AS boolean))
+        CAST(:category AS text), CAST(:include_superseded AS boolean)) AS c
+    WHERE NOT EXISTS (
+        SELECT FROM memories x
+        WHERE x.tenant_id = :tenant_id AND x.memory_id = c.memory_id AND x.expires_at <= now()
+    )
 ), fused AS (
     SELECT memory_id, min(vector_rank) AS vector_rank, min(text_rank) AS text_rank,
            sum(1.0::float8 / (:rrf_k + rank)) AS fused,
@@ -134,6 +140,7 @@ SELECT b.vector_rank, b.text_rank, b.fused, b.score,
        m.superseded_by, m.created_at, m.updated_at
 FROM best b
 JOIN memories m ON m.tenant_id = :tenant_id AND m.memory_id = b.memory_id
+WHERE m.expires_at IS NULL OR m.expires_at > now()
 ORDER BY b.fused DESC, b.updated_at DESC, b.memory_id
 """
 )
@@ -192,6 +199,14 @@ class MemoryRepository:
         if self.scope.user_id is not None:
             conditions.append(Memory.user_id == self.scope.user_id)
         return conditions
+
+    def _live(self) -> list[Any]:
+        """Visible and not expired: an expired memory is hidden from the moment it expires
+        (the worker deletes it later)."""
+        return [
+            *self._visible(),
+            or_(Memory.expires_at.is_(None), Memory.expires_at > func.now()),
+        ]
 
     def _visible_events(self) -> list[Any]:
         conditions: list[Any] = [MemoryEvent.tenant_id == self.scope.tenant_id]
@@ -261,7 +276,7 @@ class MemoryRepository:
         limit: int,
     ) -> list[StoredMemory]:
         """Visible memories, newest first, before ``(created_at, memory_id)``."""
-        statement = select(*_MEMORY_COLUMNS).where(*self._visible())
+        statement = select(*_MEMORY_COLUMNS).where(*self._live())
         if user_id is not None:
             statement = statement.where(Memory.user_id == user_id)
         if agent_id is not None:
@@ -281,7 +296,7 @@ class MemoryRepository:
     async def get(self, memory_id: uuid.UUID) -> StoredMemory | None:
         row = (
             await self.db.execute(
-                select(*_MEMORY_COLUMNS).where(*self._visible(), Memory.memory_id == memory_id)
+                select(*_MEMORY_COLUMNS).where(*self._live(), Memory.memory_id == memory_id)
             )
         ).first()
         return None if row is None else _memory_at(row, 0)
@@ -315,7 +330,8 @@ class MemoryRepository:
             .outerjoin(
                 Memory,
                 (Memory.tenant_id == MemoryEvent.tenant_id)
-                & (Memory.memory_id == MemoryEvent.memory_id),
+                & (Memory.memory_id == MemoryEvent.memory_id)
+                & or_(Memory.expires_at.is_(None), Memory.expires_at > func.now()),
             )
             .where(
                 *self._visible_events(),

@@ -5,8 +5,9 @@ from app.models.audit import AuditorLogin
 from app.models.idempotency import IdempotencyKey
 from app.models.ledger import ContextRecord
 from app.models.lifecycle import ReceiptKey, UserErasure
-from app.models.memories import Memory, MemoryEvent
+from app.models.memories import Memory, MemoryEvent, UserMemoryPolicy
 from app.models.pins import Pin, PinEvent
+from app.models.retention import RetentionPolicy
 from app.models.sessions import AgentSession, Message, MessageRedaction, MessageRetraction
 from app.models.tenancy import ApiKey, Tenant
 from app.models.usage import ModelCall
@@ -29,8 +30,10 @@ __all__ = [
     "Pin",
     "PinEvent",
     "ReceiptKey",
+    "RetentionPolicy",
     "Tenant",
     "UserErasure",
+    "UserMemoryPolicy",
     "WebhookAttempt",
     "WebhookDelivery",
     "WebhookSubscription",

@@ -75,6 +75,8 @@ class AgentSession(Base):
     archive_count: Mapped[int] = mapped_column(Integer, server_default=text("0"))
     stored_bytes: Mapped[int] = mapped_column(BigInteger, server_default=text("0"))
     """JSON bytes of the messages and their metadata, kept by the append (stored-bytes quota)."""
+    memory_policy: Mapped[dict[str, Any] | None]
+    """The agent session's own memory policy (the fields set); ``None``: none set."""
     created_at: Mapped[CreatedAt]
     updated_at: Mapped[CreatedAt]
 

@@ -239,6 +239,7 @@ async def test_rls_is_forced_on_every_tenant_table(admin_database: Database) -> 
         [
             *TENANT_TABLES,
             "auditor_logins",
+            "context_records",
             "memories",
             "memory_events",
             "message_redactions",
@@ -246,6 +247,10 @@ async def test_rls_is_forced_on_every_tenant_table(admin_database: Database) -> 
             "model_calls",
             "pin_events",
             "pins",
+            "receipt_keys",
+            "retention_policies",
+            "user_erasures",
+            "user_memory_policies",
             "webhook_attempts",
             "webhook_deliveries",
             "webhook_subscriptions",
