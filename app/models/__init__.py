@@ -6,12 +6,19 @@ from app.models.idempotency import IdempotencyKey
 from app.models.ledger import ContextRecord
 from app.models.memories import Memory, MemoryEvent
 from app.models.pins import Pin, PinEvent
-from app.models.sessions import AgentSession, Message, MessageRedaction, MessageRetraction
+from app.models.sessions import (
+    AgentSession,
+    AgentSessionLineage,
+    Message,
+    MessageRedaction,
+    MessageRetraction,
+)
 from app.models.tenancy import ApiKey, Tenant
 from app.models.webhooks import WebhookAttempt, WebhookDelivery, WebhookSubscription
 
 __all__ = [
     "AgentSession",
+    "AgentSessionLineage",
     "ApiKey",
     "Archive",
     "ArchiveStatus",
