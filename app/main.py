@@ -32,10 +32,13 @@ from app.deps import DATABASE, SETTINGS
 from app.errors import Unavailable
 from app.ledger.endpoints import router as ledger_router
 from app.lifecycle.endpoints import router as lifecycle_router
+from app.lifecycle.erasure_endpoints import router as erasure_router
+from app.lifecycle.retention_endpoints import router as retention_router
 from app.limits.service import LimitConfig, TenantLimits
 from app.memories.dependencies import EMBEDDER
 from app.memories.embedding import Embedder
 from app.memories.endpoints import router as memories_router
+from app.memories.policy_endpoints import router as memory_policy_router
 from app.memories.service import embedder_problem
 from app.message_search.endpoints import router as message_search_router
 from app.migrations import head_revision
@@ -193,6 +196,8 @@ def create_app(
     # The audit pages (/ui) and their stylesheet.
     install_audit_pages(app)
     app.include_router(memories_router)
+    # A user's default memory policy (tenant admin keys).
+    app.include_router(memory_policy_router)
     # Webhook subscriptions (tenant admin keys).
     app.include_router(webhooks_router)
     # Pins and message search (DESIGN 18).
@@ -200,6 +205,8 @@ def create_app(
     app.include_router(message_search_router)
     # Redaction (the data lifecycle).
     app.include_router(lifecycle_router)
+    app.include_router(erasure_router)
+    app.include_router(retention_router)
 
     # The OpenViking-compatible API under /api/v1, with its own envelope errors (and /health).
     install_openviking_api(app, sub_apps)

@@ -1,10 +1,10 @@
 """The service's Prometheus metrics beyond the HTTP ones, and the ``/metrics`` answer.
 
 Owns every metric's name, labels and help text: archive jobs (queue depth and age, outcomes,
-phase-2 duration, generators, guard decisions), model calls, connection pools, per-tenant limits
-and idempotent replays. Labels never carry tenant ids, keys or content. The queue figures come
-from one privileged function at scrape time (``docs/operations.md``); everything else is counted
-where it happens. Never decides anything.
+phase-2 duration, generators, guard decisions), model calls, connection pools, per-tenant limits,
+idempotent replays and retention's purges. Labels never carry tenant ids, keys or content. The
+queue figures come from one privileged function at scrape time (``docs/operations.md``);
+everything else is counted where it happens. Never decides anything.
 """
 
 from __future__ import annotations
@@ -102,6 +102,18 @@ METRICS_DATABASE_UP = Gauge(
 
 QUEUE_STATUSES = ("pending", "running")
 _QUEUE = "SELECT status, archives, oldest_age_s FROM workmem_archive_queue()"
+
+RETENTION_PURGED = Counter(
+    "workmem_retention_purged_total",
+    "Rows retention deleted, by kind: archive_messages (raw messages of old archives), "
+    "idle_sessions, expired_memories",
+    ["kind"],
+)
+RETENTION_PASSES = Counter(
+    "workmem_retention_passes_total",
+    "Retention passes of this process, by outcome (done, or error when one was cut short)",
+    ["outcome"],
+)
 
 
 def record_decisions(decisions: Iterable[tuple[str | None, str]]) -> None:

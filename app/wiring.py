@@ -88,6 +88,8 @@ def build_worker(
             backoff_base_s=settings.worker_backoff_base_s,
             backoff_max_s=settings.worker_backoff_max_s,
             idempotency_ttl_s=settings.idempotency_ttl_s,
+            retention_every_s=settings.retention_every_s,
+            retention_batch=settings.retention_batch,
         ),
         memories=memories,
     )

@@ -198,6 +198,25 @@ def memories_rows(data: dict[str, Any]) -> list[Row]:
     return rows
 
 
+def filtered_search_rows(data: dict[str, Any]) -> list[Row]:
+    """Rows of ``bench/filtered_search.py``: recall@10 and the p50 ratio of each filter case."""
+    rows = []
+    raw = data["raw_unfiltered_hnsw_p50_ms"]
+    for case, figures in data["cases"].items():
+        where = f"{case} ({figures['filtered_rows']} rows, {figures['plan']})"
+        rows.append(
+            _ratio_row("filtered_search", f"memory search p50, {where}, ms", figures["p50_ms"],
+                       "raw unfiltered HNSW p50, ms", raw, figures["ratio_p50_to_raw"], "<= 2",
+                       figures["ratio_p50_to_raw"] <= 2)
+        )  # fmt: skip
+        rows.append(
+            Row("filtered_search", f"  recall@10, {case}", figures["recall_at_10"],
+                f"index scan alone = {figures['index_only_recall_at_10']}", None, ">= 0.95",
+                figures["recall_at_10"] >= 0.95)
+        )  # fmt: skip
+    return rows
+
+
 def retention_rows(data: dict[str, Any]) -> list[Row]:
     """The recall target is the offline extractor's (the baseline everyone without a model key
     gets); with the adversarial model the figure that must hold is protected-item loss."""
@@ -251,6 +270,7 @@ BENCHMARKS = (
         memories_rows,
         1200,
     ),
+    Benchmark("filtered_search", ["-m", "bench.filtered_search"], filtered_search_rows, 1200),
     Benchmark("retention", ["-m", "bench.retention"], retention_rows, 1200),
 )
 

@@ -31,7 +31,19 @@ def archive_expanded(expanded: ExpandedArchive) -> ArchiveExpanded:
             MessageRead.from_stored(m, archived_upto_seq=archive.end_seq) for m in expanded.messages
         ],
         next_after_seq=expanded.next_after_seq,
+        messages_note=purged_note(archive),
         produced_memories=[ProducedMemoryRead.from_value(m) for m in expanded.memories],
+    )
+
+
+def purged_note(archive: Archive) -> str | None:
+    """What an expansion says in place of raw messages that retention purged."""
+    if archive.messages_purged_at is None:
+        return None
+    return (
+        f"the {archive.messages_purged_count or 0} raw messages of this archive were purged by "
+        f"the tenant's retention policy at {archive.messages_purged_at.isoformat()}; its "
+        "working memory, overview and decisions are kept"
     )
 
 

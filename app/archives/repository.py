@@ -338,17 +338,25 @@ class ArchiveRepository:
         ]
 
     async def failed_between(
-        self, agent_session_id: uuid.UUID, *, after_seq: int, before_seq: int
+        self,
+        agent_session_id: uuid.UUID,
+        *,
+        after_seq: int,
+        before_seq: int,
+        with_done: bool = False,
     ) -> Sequence[Archive]:
+        """The failed and cleared archives between two (and, ``with_done``, the done ones too:
+        between a prior working memory and the next archive, those are the archives done
+        without a working memory)."""
+        statuses = [ArchiveStatus.FAILED, ArchiveStatus.CLEARED]
+        if with_done:
+            statuses.append(ArchiveStatus.DONE)
         found: list[Archive] = []
         for piece in await self._pieces(agent_session_id, after_seq, before_seq - 1):
             found += (
                 await self.db.scalars(
                     select(Archive)
-                    .where(
-                        *self._in(piece),
-                        Archive.status.in_((ArchiveStatus.FAILED, ArchiveStatus.CLEARED)),
-                    )
+                    .where(*self._in(piece), Archive.status.in_(statuses))
                     .order_by(Archive.archive_seq)
                 )
             ).all()

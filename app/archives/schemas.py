@@ -210,6 +210,14 @@ class ArchiveRead(BaseModel):
         description="what long-term memory extraction did; null before the archive is done, "
         "or when extraction is off"
     )
+    messages_purged_at: datetime | None = Field(
+        default=None,
+        description="when the tenant's retention policy purged the archive's raw messages "
+        "(its working memory and overview stay); null while they are kept",
+    )
+    messages_purged_count: int | None = Field(
+        default=None, description="how many raw messages that purge deleted"
+    )
 
 
 class ArchivePage(BaseModel):
@@ -265,6 +273,11 @@ class ArchiveExpanded(ArchiveRead):
     legacy_overview: str | None
     decisions: list[DecisionRead]
     messages: list[MessageRead]
+    messages_note: str | None = Field(
+        default=None,
+        description="why ``messages`` is empty when the raw messages were purged by retention; "
+        "null while they are kept",
+    )
     next_after_seq: int | None
     produced_memories: list[ProducedMemoryRead] = Field(
         description="the long-term memory changes this archive made (provenance: memories → "

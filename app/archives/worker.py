@@ -6,7 +6,7 @@ result in one transaction that re-checks the lease (DESIGN 6.2). While it works,
 renews the lease every third of it, so leases are short and the archive of a worker that died
 is claimable again within one lease. Used by the in-process worker of ``workmem serve``, by
 ``workmem worker`` processes, and by ``commit?wait=true`` to drain one agent session. Between
-archives, workers also purge expired idempotency keys.
+archives, workers also purge expired idempotency keys and run the tenants' retention passes.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from app.archives.queue import Claim
 from app.db import Database
 from app.errors import Unavailable
 from app.idempotency.service import purge_expired
+from app.lifecycle.retention_jobs import run_pass as run_retention_pass
 from app.llm.ports import PermanentModelError, TransientModelError
 from app.memories.extraction import MemoryExtractor
 from app.metrics import (
@@ -56,6 +57,8 @@ class WorkerConfig:
     backoff_max_s: float = 300.0
     idempotency_ttl_s: float = 24 * 3600.0
     purge_every_s: float = 300.0
+    retention_every_s: float = 300.0
+    retention_batch: int = 500
 
     @property
     def heartbeat_s(self) -> float:
@@ -84,6 +87,7 @@ class ArchiveWorker:
         self.wakeup = asyncio.Event()
         self._detached: set[asyncio.Task[Claim | None]] = set()
         self._purged_at = time.monotonic()
+        self._retained_at: float | None = None
 
     def backoff_s(self, attempt: int) -> float:
         delay = min(self.config.backoff_max_s, self.config.backoff_base_s * 2.0 ** (attempt - 1))
@@ -110,6 +114,8 @@ class ArchiveWorker:
                 continue
             if claimed is None:
                 await self._purge_when_due()
+                if not stop.is_set():
+                    await self._retain_when_due()
                 self.wakeup.clear()
                 await _wait_any(stop, self.wakeup, self.config.poll_s)
 
@@ -171,18 +177,21 @@ class ArchiveWorker:
             async with self.database.tenant(claim.tenant_id) as db:
                 work = await ArchiveJobService(db, claim.tenant_id).load(claim)
             stage = "generate"
-            generated = await self.generator.generate(
-                work.prior,
-                work.openai_messages,
-                seqs=work.seqs,
-                pins=[pin.line for pin in work.pins],
-                pinned_seqs=frozenset(
-                    pin.message_seq for pin in work.pins if pin.message_seq is not None
-                ),
-            )
+            # The memory policy (read with the work) says which of the two the archive makes.
+            generated = None
+            if work.policy.working_memory:
+                generated = await self.generator.generate(
+                    work.prior,
+                    work.openai_messages,
+                    seqs=work.seqs,
+                    pins=[pin.line for pin in work.pins],
+                    pinned_seqs=frozenset(
+                        pin.message_seq for pin in work.pins if pin.message_seq is not None
+                    ),
+                )
             # Never raises: a failure to extract or embed is reported, the WM goes on.
             prepared = None
-            if self.memories is not None:
+            if self.memories is not None and work.policy.long_term_extraction:
                 prepared = await self.memories.prepare(work.numbered)
             stage = "write"
             async with self.database.tenant(claim.tenant_id) as db:
@@ -201,16 +210,17 @@ class ArchiveWorker:
             logger.exception("archive processing failed", extra=_ids(claim))
             return await self._retry_or_fail(claim, stage, f"{type(error).__name__}: {error}"[:500])
         ARCHIVES_FINISHED.labels("done").inc()
-        GENERATORS.labels(generated.generator).inc()
-        record_decisions(
-            (None if d.guard is None else d.guard.value, d.reason.value)
-            for d in generated.result.decisions
-        )
+        if generated is not None:
+            GENERATORS.labels(generated.generator).inc()
+            record_decisions(
+                (None if d.guard is None else d.guard.value, d.reason.value)
+                for d in generated.result.decisions
+            )
         logger.info(
             "archive done",
             extra={
                 **_ids(claim),
-                "generator": generated.generator,
+                "generator": None if generated is None else generated.generator,
                 "duration_ms": round((time.perf_counter() - started) * 1000, 1),
             },
         )
@@ -246,6 +256,20 @@ class ArchiveWorker:
             return
         if purged:
             logger.info("expired idempotency keys purged", extra={"purged": purged})
+
+    async def _retain_when_due(self) -> None:
+        """A retention pass (``app.lifecycle.retention_jobs``) when the last is
+        ``retention_every_s`` old, the first when the worker is first idle. A pass cut short is
+        tried again at the next."""
+        now = time.monotonic()
+        last = self._retained_at
+        if last is not None and now - last < self.config.retention_every_s:
+            return
+        self._retained_at = now
+        try:
+            await run_retention_pass(self.database, batch=self.config.retention_batch)
+        except (Unavailable, sa_exc.DBAPIError, OSError) as error:
+            logger.warning("retention pass cut short", extra={"error": type(error).__name__})
 
     async def _retry_or_fail(self, claim: Claim, stage: str, message: str) -> str:
         if claim.attempt >= self.config.max_attempts:

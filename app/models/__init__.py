@@ -4,8 +4,10 @@ from app.models.archives import Archive, ArchiveStatus, WmSectionVersion
 from app.models.audit import AuditorLogin
 from app.models.idempotency import IdempotencyKey
 from app.models.ledger import ContextRecord
-from app.models.memories import Memory, MemoryEvent
+from app.models.lifecycle import ReceiptKey, UserErasure
+from app.models.memories import Memory, MemoryEvent, UserMemoryPolicy
 from app.models.pins import Pin, PinEvent
+from app.models.retention import RetentionPolicy
 from app.models.sessions import (
     AgentSession,
     AgentSessionLineage,
@@ -32,7 +34,11 @@ __all__ = [
     "MessageRetraction",
     "Pin",
     "PinEvent",
+    "ReceiptKey",
+    "RetentionPolicy",
     "Tenant",
+    "UserErasure",
+    "UserMemoryPolicy",
     "WebhookAttempt",
     "WebhookDelivery",
     "WebhookSubscription",

@@ -70,6 +70,13 @@ class Archive(Base):
             "agent_session_id",
             "end_seq",
         ),
+        # Retention: a tenant's oldest archives whose raw messages are still kept.
+        Index(
+            "ix_archives_tenant_id_created_at_unpurged",
+            "tenant_id",
+            "created_at",
+            postgresql_where=text("messages_purged_at IS NULL"),
+        ),
     )
 
     tenant_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True)
@@ -110,6 +117,10 @@ class Archive(Base):
     finished_at: Mapped[datetime | None]
     memories: Mapped[dict[str, Any] | None]
     """What long-term memory extraction did for this archive (``app.memories.records``)."""
+    messages_purged_at: Mapped[datetime | None]
+    """When retention deleted the archive's raw messages (NULL: they are kept)."""
+    messages_purged_count: Mapped[int | None] = mapped_column(Integer)
+    """How many raw messages that purge deleted."""
 
 
 class WmSectionVersion(Base):

@@ -87,6 +87,8 @@ class AgentSession(Base):
     archive_count: Mapped[int] = mapped_column(Integer, server_default=text("0"))
     stored_bytes: Mapped[int] = mapped_column(BigInteger, server_default=text("0"))
     """JSON bytes of the messages and their metadata, kept by the append (stored-bytes quota)."""
+    memory_policy: Mapped[dict[str, Any] | None]
+    """The agent session's own memory policy (the fields set); ``None``: none set."""
     parent_session_id: Mapped[uuid.UUID | None] = mapped_column(UUID(as_uuid=True))
     """The agent session this one was forked from (``None``: not a fork)."""
     forked_at_archive_seq: Mapped[int | None] = mapped_column(Integer)

@@ -53,6 +53,7 @@ class SessionForks:
                 "user_id": parent.user_id,
                 "agent_id": parent.agent_id,
                 "metadata_": parent.metadata_,
+                "memory_policy": parent.memory_policy,
                 "keep_recent_count": parent.keep_recent_count,
                 "last_seq": point.last_seq,
                 "archived_upto_seq": point.archived_upto_seq,

@@ -3,6 +3,7 @@ schemas stay leaves."""
 
 from __future__ import annotations
 
+from app.memories.schemas import MemoryPolicyFields
 from app.models import AgentSession
 from app.sessions.records import NewestArchive
 from app.sessions.schemas import AgentSessionRead, ArchiveBrief, LineageRead
@@ -17,6 +18,7 @@ def agent_session_read(row: AgentSession, newest: NewestArchive | None = None) -
             end_seq=newest.end_seq,
             status=newest.status,
         )
+    policy = row.memory_policy
     return AgentSessionRead(
         id=row.agent_session_id,
         external_id=row.external_id,
@@ -24,6 +26,7 @@ def agent_session_read(row: AgentSession, newest: NewestArchive | None = None) -
         agent_id=row.agent_id,
         metadata=row.metadata_,
         keep_recent_count=row.keep_recent_count,
+        memory_policy=None if policy is None else MemoryPolicyFields.of(policy),
         message_count=row.last_seq,
         live_message_count=row.last_seq - row.archived_upto_seq,
         pending_tokens=row.pending_tokens,

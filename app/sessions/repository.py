@@ -145,6 +145,7 @@ class AgentSessionRepository:
         metadata: dict[str, Any],
         keep_recent_count: int,
         created_at: datetime | None = None,
+        memory_policy: dict[str, Any] | None = None,
     ) -> AgentSession | None:
         """The new row, or ``None`` when this user (or, for no user, the tenant's unbound
         sessions) already has an agent session named ``external_id``."""
@@ -155,6 +156,7 @@ class AgentSessionRepository:
             "agent_id": agent_id,
             "metadata_": metadata,
             "keep_recent_count": keep_recent_count,
+            "memory_policy": memory_policy,
         }
         if created_at is not None:
             values["created_at"] = created_at
@@ -305,6 +307,15 @@ class AgentSessionRepository:
                 AgentSession.agent_session_id == agent_session_id,
             )
             .values(**values)
+        )
+
+    async def set_memory_policy(
+        self, agent_session_id: uuid.UUID, memory_policy: dict[str, Any] | None
+    ) -> None:
+        await self.db.execute(
+            update(AgentSession)
+            .where(AgentSession.agent_session_id == agent_session_id, *self._visible())
+            .values(memory_policy=memory_policy, updated_at=func.now())
         )
 
     async def set_pending_tokens(self, agent_session_id: uuid.UUID, pending_tokens: int) -> None:

@@ -18,6 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.cursors import decode_cursor, encode_cursor
 from app.errors import Conflict, Forbidden, NotFound, QuotaExceeded
+from app.memories.policy import MemoryPolicy
 from app.memories.service import MemoryService
 from app.metrics import LIMITED
 from app.models import AgentSession
@@ -153,6 +154,7 @@ class AgentSessionService:
                 raise Forbidden("this API key is bound to another user_id")
             user_id = self.principal.user_id
         keep = body.keep_recent_count
+        policy = body.memory_policy
         await self._check_session_quota()
         row = await self.agent_sessions.insert(
             external_id=body.external_id,
@@ -161,6 +163,7 @@ class AgentSessionService:
             metadata=body.metadata,
             keep_recent_count=self.limits.default_keep_recent_count if keep is None else keep,
             created_at=None if created_at is None else _utc(created_at),
+            memory_policy=None if policy is None else policy.policy().to_json(),
         )
         if row is None:
             raise Conflict(f"an agent session with external_id {body.external_id!r} exists")
@@ -187,6 +190,17 @@ class AgentSessionService:
         if row is None:
             raise NotFound(f"agent session {agent_session_id} not found")
         return row
+
+    async def set_memory_policy(
+        self, agent_session_id: uuid.UUID, policy: MemoryPolicy | None
+    ) -> AgentSession:
+        """Replace the agent session's own memory policy (``None`` removes it); its next archive
+        obeys it."""
+        await self.get(agent_session_id, lock=True)
+        stored = None if policy is None else policy.to_json()
+        await self.agent_sessions.set_memory_policy(agent_session_id, stored)
+        self.db.expire_all()
+        return await self.get(agent_session_id)
 
     async def find_by_external_id(self, external_id: str) -> AgentSession | None:
         """The agent session a client named ``external_id``, if one is visible.

@@ -94,6 +94,9 @@ class AsyncWorkmemClient:
     archives = _sent(calls.archives)
     archive = _sent(calls.archive)
     retry_archive = _sent(calls.retry_archive)
+    set_memory_policy = _sent(calls.set_memory_policy)
+    user_memory_policy = _sent(calls.user_memory_policy)
+    set_user_memory_policy = _sent(calls.set_user_memory_policy)
     working_memory = _sent(calls.working_memory)
     working_memory_history = _sent(calls.working_memory_history)
     restore_working_memory = _sent(calls.restore_working_memory)
@@ -111,6 +114,8 @@ class AsyncWorkmemClient:
     list_webhooks = _sent(calls.list_webhooks)
     delete_webhook = _sent(calls.delete_webhook)
     webhook_deliveries = _sent(calls.webhook_deliveries)
+    retention = _sent(calls.retention)
+    set_retention = _sent(calls.set_retention)
 
     async def chat_messages(
         self,

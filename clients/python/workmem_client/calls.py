@@ -10,6 +10,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
+from urllib.parse import quote
 
 from workmem_client.call import Call, body, keyed, nothing, query, reads
 from workmem_client.models import (
@@ -33,8 +34,10 @@ from workmem_client.models import (
     MessagePage,
     PinList,
     PinRead,
+    RetentionPolicyRead,
     RetractionRead,
     SectionHistoryPage,
+    UserMemoryPolicyRead,
     WebhookCreated,
     WebhookPage,
     WorkingMemoryRead,
@@ -58,16 +61,43 @@ def create_session(
     agent_id: str | None = None,
     metadata: Mapping[str, Any] | None = None,
     keep_recent_count: int | None = None,
+    memory_policy: Mapping[str, Any] | None = None,
 ) -> Call[AgentSessionRead]:
-    """Create an agent session (``external_id`` is unique in the tenant: 409 when taken)."""
+    """Create an agent session (``external_id`` is unique in the tenant: 409 when taken);
+    ``memory_policy``: ``working_memory``, ``long_term_extraction``, ``memory_types``."""
     payload = body(
         external_id=external_id,
         user_id=user_id,
         agent_id=agent_id,
         metadata=None if metadata is None else dict(metadata),
         keep_recent_count=keep_recent_count,
+        memory_policy=None if memory_policy is None else dict(memory_policy),
     )
     return Call("POST", "/v1/sessions", reads(AgentSessionRead), body=payload)
+
+
+def set_memory_policy(
+    agent_session_id: Id, memory_policy: Mapping[str, Any] | None
+) -> Call[AgentSessionRead]:
+    """Replace the agent session's own memory policy (``None`` removes it)."""
+    payload = {"memory_policy": None if memory_policy is None else dict(memory_policy)}
+    return Call("PATCH", _session(agent_session_id), reads(AgentSessionRead), body=payload)
+
+
+def user_memory_policy(user_id: str) -> Call[UserMemoryPolicyRead]:
+    """A user's default memory policy (tenant admin keys; 404 while none is set)."""
+    return Call("GET", _user_policy(user_id), reads(UserMemoryPolicyRead))
+
+
+def set_user_memory_policy(
+    user_id: str, memory_policy: Mapping[str, Any]
+) -> Call[UserMemoryPolicyRead]:
+    """Replace a user's default memory policy (tenant admin keys)."""
+    return Call("PUT", _user_policy(user_id), reads(UserMemoryPolicyRead), body=dict(memory_policy))
+
+
+def _user_policy(user_id: str) -> str:
+    return f"/v1/users/{quote(user_id, safe='')}/memory-policy"
 
 
 def get_session(agent_session_id: Id) -> Call[AgentSessionRead]:
@@ -450,3 +480,27 @@ def webhook_deliveries(
         reads(DeliveryPage),
         params=query(cursor=cursor, limit=limit),
     )
+
+
+def retention() -> Call[RetentionPolicyRead]:
+    """The tenant's retention policy (an admin key bound to no user); every limit ``None``
+    (keep everything) until one is set."""
+    return Call("GET", "/v1/tenant/retention", reads(RetentionPolicyRead))
+
+
+def set_retention(
+    *,
+    archive_messages_days: int | None = None,
+    idle_session_days: int | None = None,
+    memory_days: Mapping[CategoryName, int] | None = None,
+) -> Call[RetentionPolicyRead]:
+    """Replace the tenant's retention policy: a limit left ``None`` is off. Raw messages of
+    archives older than ``archive_messages_days`` are purged (the archive and the working memory
+    stay); agent sessions idle for ``idle_session_days`` are deleted; a new memory of a category
+    in ``memory_days`` expires that many days after it was last stated."""
+    payload = body(
+        archive_messages_days=archive_messages_days,
+        idle_session_days=idle_session_days,
+        memory_days=dict(memory_days or {}),
+    )
+    return Call("PUT", "/v1/tenant/retention", reads(RetentionPolicyRead), body=payload)

@@ -35,6 +35,22 @@ class LineageRead(BaseModel):
     seq: int = Field(description="the parent's last message in the fork's history")
 
 
+class MemoryPolicyFields(BaseModel):
+    """A memory policy: which memory the archives of an agent session may produce. A field left out (or null) is not set here and falls to the next layer: the agent session's own policy, then its user's, then everything on."""
+
+    working_memory: bool | None = Field(
+        default=None, description="make the working memory at each archive"
+    )
+    long_term_extraction: bool | None = Field(
+        default=None, description="extract long-term memories at each archive"
+    )
+    memory_types: list[Literal["profile", "preference", "entity", "event", "lesson"]] | None = (
+        Field(
+            default=None, description="the only categories of long-term memory stored (not empty)"
+        )
+    )
+
+
 class AgentSessionRead(BaseModel):
     id: uuid.UUID
     external_id: str | None
@@ -42,6 +58,9 @@ class AgentSessionRead(BaseModel):
     agent_id: str | None
     metadata: dict[str, Any]
     keep_recent_count: int
+    memory_policy: MemoryPolicyFields | None = Field(
+        description="the agent session's own memory policy; null when it sets none"
+    )
     message_count: int
     live_message_count: int
     pending_tokens: int
@@ -189,10 +208,21 @@ class ArchiveExpanded(BaseModel):
     memories: MemoryReportRead | None = Field(
         description="what long-term memory extraction did; null before the archive is done, or when extraction is off"
     )
+    messages_purged_at: datetime | None = Field(
+        default=None,
+        description="when the tenant's retention policy purged the archive's raw messages (its working memory and overview stay); null while they are kept",
+    )
+    messages_purged_count: int | None = Field(
+        default=None, description="how many raw messages that purge deleted"
+    )
     overview: str | None
     legacy_overview: str | None
     decisions: list[DecisionRead]
     messages: list[MessageRead]
+    messages_note: str | None = Field(
+        default=None,
+        description="why ``messages`` is empty when the raw messages were purged by retention; null while they are kept",
+    )
     next_after_seq: int | None
     produced_memories: list[ProducedMemoryRead] = Field(
         description="the long-term memory changes this archive made (provenance: memories → archive via their events, archive → memories here)"
@@ -229,6 +259,13 @@ class ArchiveRead(BaseModel):
     finished_at: datetime | None
     memories: MemoryReportRead | None = Field(
         description="what long-term memory extraction did; null before the archive is done, or when extraction is off"
+    )
+    messages_purged_at: datetime | None = Field(
+        default=None,
+        description="when the tenant's retention policy purged the archive's raw messages (its working memory and overview stay); null while they are kept",
+    )
+    messages_purged_count: int | None = Field(
+        default=None, description="how many raw messages that purge deleted"
     )
 
 
@@ -467,6 +504,8 @@ class ContextRead(BaseModel):
 class RecordedMemory(BaseModel):
     memory_id: uuid.UUID
     score: float
+    content_sha256: str = Field(description="the content as it was sent (memories are restated)")
+    updated_at: datetime = Field(description="when it had last been stated, as it was sent")
 
 
 class RecordedPins(BaseModel):
@@ -642,6 +681,16 @@ class PinList(BaseModel):
     max_tokens: int = Field(description="the most the agent session's pins may hold in all")
 
 
+class RetentionPolicyRead(BaseModel):
+    archive_messages_days: int | None
+    idle_session_days: int | None
+    memory_days: dict[str, int]
+    updated_at: datetime | None = Field(description="null while the tenant never set a policy")
+    updated_by: uuid.UUID | None = Field(
+        description="the API key that set it; null when the operator's command did"
+    )
+
+
 class RetractionRead(BaseModel):
     retracted: MessageRead | None = Field(
         description="the retracted message as stored; null when no live message was left"
@@ -679,6 +728,13 @@ class SectionHistoryPage(BaseModel):
     next_after_position: int | None = Field(
         description="pass as after_position (with after_archive_seq) to read the next page"
     )
+
+
+class UserMemoryPolicyRead(BaseModel):
+    user_id: str
+    memory_policy: MemoryPolicyFields
+    updated_by: uuid.UUID = Field(description="the API key that last set it")
+    updated_at: datetime
 
 
 class WebhookCreated(BaseModel):
@@ -738,6 +794,7 @@ __all__ = [
     "LineageRead",
     "MemoryFailureRead",
     "MemoryHitRead",
+    "MemoryPolicyFields",
     "MemoryRead",
     "MemoryReportRead",
     "MemorySearchRead",
@@ -756,12 +813,14 @@ __all__ = [
     "RecordedRun",
     "RecordedSummary",
     "RenderedContext",
+    "RetentionPolicyRead",
     "RetractionRead",
     "SectionHistoryPage",
     "SectionVersionRead",
     "SectionVersionRef",
     "SeqRange",
     "Unavailable",
+    "UserMemoryPolicyRead",
     "WebhookCreated",
     "WebhookPage",
     "WebhookRead",

@@ -7,9 +7,9 @@ its history that live in other agent sessions: messages up to ``upto_seq`` and a
 to a parent or an ancestor refuse its deletion while the fork exists. ``wm_session_lineage`` is
 the audit view of it.
 
-Revision ID: 20261202_0035_session_forks
-Revises: 20261202_0020_wm_restore
-Create Date: 2026-12-02 00:35:00+00:00
+Revision ID: 20261202_0052_session_forks
+Revises: 20261202_0042_memory_policies
+Create Date: 2026-12-02 00:52:00+00:00
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.dialects import postgresql
 
-revision: str = "20261202_0035_session_forks"
-down_revision: str | None = "20261202_0020_wm_restore"
+revision: str = "20261202_0052_session_forks"
+down_revision: str | None = "20261202_0042_memory_policies"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
