@@ -58,6 +58,7 @@ BODIES: dict[tuple[str, str], Any] = {
     ("post", "/v1/sessions/{agent_session_id}/messages/{seq}:redact"): {"reason": "a probe"},
     ("post", "/v1/sessions/{agent_session_id}/pins"): {"text": "a probe's pin"},
     ("post", "/v1/sessions/{agent_session_id}/working-memory:restore"): {"archive_seq": 1},
+    ("post", "/v1/sessions/{agent_session_id}:fork"): {"at_archive": 1},
     ("post", "/v1/webhooks"): {"url": "https://93.184.216.34/hooks", "events": ["archive.done"]},
     # The caller's own tenant's policy, and one that purges nothing for a hundred years.
     ("put", "/v1/tenant/retention"): {"idle_session_days": 36_500},

@@ -384,8 +384,18 @@ class ArchiveService:
         last = rows[-1] if len(rows) == limit else None
         return HistoryPage(rows, None if last is None else (last.archive_seq, last.position))
 
-    async def retry(self, agent_session_id: uuid.UUID, archive_seq: int) -> Archive:
+    async def _own(self, agent_session_id: uuid.UUID, archive_seq: int) -> Archive:
+        """Archive ``archive_seq`` to change: 409 for one a fork shares with an ancestor."""
         archive = await self.get(agent_session_id, archive_seq)
+        if archive.agent_session_id != agent_session_id:
+            raise Conflict(
+                f"archive {archive_seq} is shared with agent session {archive.agent_session_id}, "
+                "this fork's ancestor; change it there"
+            )
+        return archive
+
+    async def retry(self, agent_session_id: uuid.UUID, archive_seq: int) -> Archive:
+        archive = await self._own(agent_session_id, archive_seq)
         if archive.status != ArchiveStatus.FAILED:
             raise Conflict(f"archive {archive_seq} is {archive.status}; only failed ones retry")
         await self.archives.reschedule(
@@ -403,7 +413,7 @@ class ArchiveService:
         """Set a failed archive aside for good; the next archive covers its messages."""
         archive = await self.archives.get(agent_session_id, archive_seq, lock=True)
         if archive is None:
-            return await self.get(agent_session_id, archive_seq)  # raises the 404
+            return await self._own(agent_session_id, archive_seq)  # raises the 404 or 409
         if archive.status != ArchiveStatus.FAILED:
             raise Conflict(f"archive {archive_seq} is {archive.status}; only failed ones clear")
         await self.archives.set_fields(

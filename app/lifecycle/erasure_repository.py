@@ -20,6 +20,7 @@ from app.tenancy.principal import Scope
 
 # Children before parents: each table's rows of the agent session, before the agent session.
 SESSION_TABLES: Final = (
+    "context_records",
     "message_redactions",
     "message_retractions",
     "pin_events",
@@ -103,11 +104,13 @@ class ErasureRepository:
     # --- what there is to erase ------------------------------------------------------------
 
     async def sessions_of(self, user_id: str, *, limit: int) -> list[uuid.UUID]:
+        # Newest first: a fork is newer than the agent sessions it shares history with (which
+        # cannot be deleted before it), and it is always its user's too.
         rows = await self.db.scalars(
             text(
                 "SELECT agent_session_id FROM agent_sessions "
                 "WHERE tenant_id = :tenant_id AND user_id = :user_id "
-                "ORDER BY created_at, agent_session_id LIMIT :limit"
+                "ORDER BY created_at DESC, agent_session_id DESC LIMIT :limit"
             ),
             self._bind(user_id=user_id, limit=limit),
         )

@@ -127,6 +127,20 @@ def delete_session(agent_session_id: Id) -> Call[None]:
     return Call("DELETE", _session(agent_session_id), nothing)
 
 
+def fork(
+    agent_session_id: Id, *, at_archive: int | None = None, at_seq: int | None = None
+) -> Call[AgentSessionRead]:
+    """A new agent session sharing this one's history up to the end of archive ``at_archive``
+    (or message ``at_seq``; give exactly one), with that archive's working memory; it then lives
+    its own life (``lineage`` names the fork point)."""
+    return Call(
+        "POST",
+        f"{_session(agent_session_id)}:fork",
+        reads(AgentSessionRead),
+        body=body(at_archive=at_archive, at_seq=at_seq),
+    )
+
+
 # --- messages ----------------------------------------------------------------------------------
 
 

@@ -25,6 +25,16 @@ class ArchiveBrief(BaseModel):
     status: str
 
 
+class LineageRead(BaseModel):
+    """Where a fork left its parent: it shares the parent's history up to there."""
+
+    parent_session_id: uuid.UUID
+    archive_seq: int = Field(
+        description="the fork's working memory was the parent's version of this archive (0: none); its own archives are numbered after it"
+    )
+    seq: int = Field(description="the parent's last message in the fork's history")
+
+
 class MemoryPolicyFields(BaseModel):
     """A memory policy: which memory the archives of an agent session may produce. A field left out (or null) is not set here and falls to the next layer: the agent session's own policy, then its user's, then everything on."""
 
@@ -57,6 +67,9 @@ class AgentSessionRead(BaseModel):
     total_tokens: int
     archive_count: int
     newest_archive: ArchiveBrief | None
+    lineage: LineageRead | None = Field(
+        default=None, description="for a fork: its parent and the fork point; null otherwise"
+    )
     created_at: datetime
     updated_at: datetime
 
@@ -491,6 +504,8 @@ class ContextRead(BaseModel):
 class RecordedMemory(BaseModel):
     memory_id: uuid.UUID
     score: float
+    content_sha256: str = Field(description="the content as it was sent (memories are restated)")
+    updated_at: datetime = Field(description="when it had last been stated, as it was sent")
 
 
 class RecordedPins(BaseModel):
@@ -802,6 +817,7 @@ __all__ = [
     "HistoryHitRead",
     "HistorySearchRead",
     "ItemSourceRead",
+    "LineageRead",
     "MemoryFailureRead",
     "MemoryHitRead",
     "MemoryPolicyFields",

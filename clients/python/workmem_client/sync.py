@@ -97,6 +97,7 @@ class WorkmemClient:
     working_memory = _sent(calls.working_memory)
     working_memory_history = _sent(calls.working_memory_history)
     restore_working_memory = _sent(calls.restore_working_memory)
+    fork = _sent(calls.fork)
     context = _sent(calls.context)
     compact = _sent(calls.compact)
     contexts = _sent(calls.contexts)
