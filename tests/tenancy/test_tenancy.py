@@ -238,6 +238,7 @@ async def test_rls_is_forced_on_every_tenant_table(admin_database: Database) -> 
     assert sorted(row[0] for row in rows) == sorted(
         [
             *TENANT_TABLES,
+            "agent_session_lineage",
             "auditor_logins",
             "context_records",
             "memories",

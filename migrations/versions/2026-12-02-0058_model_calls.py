@@ -6,9 +6,9 @@ latency and the outcome (``ok``, ``error``, ``refused``). It holds no prompt, me
 Deleting an agent session keeps its rows for the tenant's bill and sets their agent session to
 NULL. Row-level security like every tenant table.
 
-Revision ID: 20261202_0046_model_calls
-Revises: 20261202_0042_memory_policies
-Create Date: 2026-12-02 00:46:00+00:00
+Revision ID: 20261202_0058_model_calls
+Revises: 20261202_0052_session_forks
+Create Date: 2026-12-02 00:58:00+00:00
 """
 
 from collections.abc import Sequence
@@ -16,8 +16,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "20261202_0046_model_calls"
-down_revision: str | None = "20261202_0042_memory_policies"
+revision: str = "20261202_0058_model_calls"
+down_revision: str | None = "20261202_0052_session_forks"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
