@@ -13,6 +13,7 @@ from fastapi import APIRouter, Path, Query, Response, status
 
 from app.archives import flows
 from app.archives.dependencies import WorkerDep
+from app.archives.forking import ForkService
 from app.archives.presenter import archive_expanded, archive_read
 from app.archives.restoring import RestoreService
 from app.archives.schemas import (
@@ -22,6 +23,7 @@ from app.archives.schemas import (
     ArchiveRead,
     CommitCreate,
     CommitRead,
+    ForkCreate,
     RestoreCreate,
     WorkingMemoryRead,
 )
@@ -30,6 +32,8 @@ from app.archives.working_memory import WorkingMemory
 from app.deps import DatabaseDep, SettingsDep
 from app.idempotency.dependencies import RequestKeyDep
 from app.idempotency.responses import JSON, answered
+from app.sessions.presenter import agent_session_read
+from app.sessions.schemas import AgentSessionRead
 from app.tenancy.auth import Reader, Writer
 from app.validation import SEQ_MAX
 from app.web.problems import TENANT_ROUTE, WITH_BODY, problems
@@ -228,3 +232,22 @@ async def restore_working_memory(
     async with database.tenant(principal.tenant_id) as db:
         restored = await RestoreService(db, principal).restore(agent_session_id, body.archive_seq)
     return WorkingMemoryRead.from_value(restored)
+
+
+@router.post(
+    "/{agent_session_id}:fork",
+    status_code=status.HTTP_201_CREATED,
+    responses=problems(404, 409, *WITH_BODY),
+)
+async def fork_session(
+    agent_session_id: uuid.UUID, body: ForkCreate, principal: Writer, database: DatabaseDep
+) -> AgentSessionRead:
+    """A new agent session whose history is this one's up to the end of archive
+    ``at_archive`` (or message ``at_seq``) and whose working memory is that version; it shares
+    that history instead of copying it, then lives its own life (``lineage`` names the fork
+    point)."""
+    async with database.tenant(principal.tenant_id) as db:
+        service = ForkService(db, principal)
+        fork = await service.fork(agent_session_id, at_archive=body.at_archive, at_seq=body.at_seq)
+        row, newest = await service.agent_sessions.get_with_newest_archive(fork.agent_session_id)
+    return agent_session_read(row, newest)

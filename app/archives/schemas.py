@@ -103,6 +103,33 @@ class RestoreCreate(BaseModel):
     )
 
 
+class ForkCreate(BaseModel):
+    """``POST /v1/sessions/{id}:fork``: where to fork, exactly one of the two."""
+
+    model_config = ConfigDict(extra="forbid")
+    at_archive: int | None = Field(
+        default=None,
+        ge=1,
+        le=2**31 - 1,
+        strict=True,
+        description="fork at the end of this done archive: its messages and working memory",
+    )
+    at_seq: int | None = Field(
+        default=None,
+        ge=1,
+        le=2**63 - 1,
+        strict=True,
+        description="fork after this message: the newest done archive ending at or before it "
+        "gives the working memory, the messages after that archive are live in the fork",
+    )
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> ForkCreate:
+        if (self.at_archive is None) == (self.at_seq is None):
+            raise ValueError("give exactly one of at_archive and at_seq")
+        return self
+
+
 class DecisionRead(BaseModel):
     section: str
     requested: str | None

@@ -22,7 +22,7 @@ from app.archives.records import SectionVersionRow
 from app.archives.repository import ArchiveRepository, SplitRow
 from app.archives.retention import TurnRetention, kept_tail_start
 from app.archives.working_memory import RecordedDecision, WorkingMemory
-from app.errors import NotFound
+from app.errors import Conflict, NotFound
 from app.memories.records import ProducedMemory
 from app.memories.service import MemoryService
 from app.models import AgentSession, Archive, ArchiveAction, ArchiveStatus, WmSectionVersion
@@ -324,7 +324,7 @@ class ArchiveService:
         )
         decisions = await self.archives.decisions(agent_session_id, archive_seq)
         memories = await self.memories.produced_by(agent_session_id, archive_seq)
-        actions = await self.actions(agent_session_id, archive_seq) if with_actions else []
+        actions = await self.actions(archive.agent_session_id, archive_seq) if with_actions else []
         return ExpandedArchive(archive, messages, decisions, memories, actions)
 
     async def memories_produced(
@@ -396,10 +396,26 @@ class ArchiveService:
         last = rows[-1] if len(rows) == limit else None
         return HistoryPage(rows, None if last is None else (last.archive_seq, last.position))
 
+    async def _own(self, agent_session_id: uuid.UUID, archive_seq: int) -> Archive:
+        """Archive ``archive_seq`` to change: 409 for one a fork shares with an ancestor."""
+        archive = await self.get(agent_session_id, archive_seq)
+        if archive.agent_session_id != agent_session_id:
+            raise Conflict(
+                f"archive {archive_seq} is shared with agent session {archive.agent_session_id}, "
+                "this fork's ancestor; change it there"
+            )
+        return archive
+
+    async def _here(self, agent_session_id: uuid.UUID, archive_seq: int) -> None:
+        """404 for an unknown archive, 409 for one a fork shares with an ancestor."""
+        if await self.archives.get(agent_session_id, archive_seq) is None:
+            await self._own(agent_session_id, archive_seq)
+
     async def retry(
         self, agent_session_id: uuid.UUID, archive_seq: int, reason: str | None = None
     ) -> Archive:
         """Queue a failed archive again, recording who asked and why."""
+        await self._here(agent_session_id, archive_seq)
         return await self._actions().retry(agent_session_id, archive_seq, reason)
 
     async def clear(
@@ -407,6 +423,7 @@ class ArchiveService:
     ) -> Archive:
         """Set a failed archive aside for good, recording who asked and why; the next archive
         covers its messages."""
+        await self._here(agent_session_id, archive_seq)
         return await self._actions().clear(agent_session_id, archive_seq, reason)
 
     async def actions(self, agent_session_id: uuid.UUID, archive_seq: int) -> list[ArchiveAction]:

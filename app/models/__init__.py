@@ -8,12 +8,20 @@ from app.models.lifecycle import ReceiptKey, UserErasure
 from app.models.memories import Memory, MemoryEvent, UserMemoryPolicy
 from app.models.pins import Pin, PinEvent
 from app.models.retention import RetentionPolicy
-from app.models.sessions import AgentSession, Message, MessageRedaction, MessageRetraction
+from app.models.sessions import (
+    AgentSession,
+    AgentSessionLineage,
+    Message,
+    MessageRedaction,
+    MessageRetraction,
+)
 from app.models.tenancy import ApiKey, Tenant
+from app.models.usage import ModelCall
 from app.models.webhooks import WebhookAttempt, WebhookDelivery, WebhookSubscription
 
 __all__ = [
     "AgentSession",
+    "AgentSessionLineage",
     "ApiKey",
     "Archive",
     "ArchiveAction",
@@ -26,6 +34,7 @@ __all__ = [
     "Message",
     "MessageRedaction",
     "MessageRetraction",
+    "ModelCall",
     "Pin",
     "PinEvent",
     "ReceiptKey",

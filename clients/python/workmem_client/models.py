@@ -25,6 +25,16 @@ class ArchiveBrief(BaseModel):
     status: str
 
 
+class LineageRead(BaseModel):
+    """Where a fork left its parent: it shares the parent's history up to there."""
+
+    parent_session_id: uuid.UUID
+    archive_seq: int = Field(
+        description="the fork's working memory was the parent's version of this archive (0: none); its own archives are numbered after it"
+    )
+    seq: int = Field(description="the parent's last message in the fork's history")
+
+
 class MemoryPolicyFields(BaseModel):
     """A memory policy: which memory the archives of an agent session may produce. A field left out (or null) is not set here and falls to the next layer: the agent session's own policy, then its user's, then everything on."""
 
@@ -57,6 +67,9 @@ class AgentSessionRead(BaseModel):
     total_tokens: int
     archive_count: int
     newest_archive: ArchiveBrief | None
+    lineage: LineageRead | None = Field(
+        default=None, description="for a fork: its parent and the fork point; null otherwise"
+    )
     created_at: datetime
     updated_at: datetime
 
@@ -664,6 +677,32 @@ class MessagePage(BaseModel):
     )
 
 
+class ModelUsageDay(BaseModel):
+    day: str = Field(description="the UTC day")
+    model: str
+    calls: int = Field(description="calls made or refused, whatever their outcome")
+    errors: int = Field(description="calls that failed")
+    refused: int = Field(description="calls not made because the model's circuit was open")
+    input_tokens: int = Field(description="tokens in, as the provider reported them")
+    output_tokens: int = Field(description="tokens out, as the provider reported them")
+    mean_latency_ms: int
+
+
+class ModelUsageTotals(BaseModel):
+    calls: int
+    errors: int
+    refused: int
+    input_tokens: int
+    output_tokens: int
+
+
+class ModelUsageReport(BaseModel):
+    from_: str = Field(description="the first UTC day counted", alias="from")
+    to: str = Field(description="the last UTC day counted")
+    items: list[ModelUsageDay] = Field(description="one per day and model with calls, by day")
+    totals: ModelUsageTotals
+
+
 class PinRead(BaseModel):
     pin_id: uuid.UUID
     text: str
@@ -793,6 +832,7 @@ __all__ = [
     "HistoryHitRead",
     "HistorySearchRead",
     "ItemSourceRead",
+    "LineageRead",
     "MemoryFailureRead",
     "MemoryHitRead",
     "MemoryPolicyFields",
@@ -802,6 +842,9 @@ __all__ = [
     "MemoryUsageRead",
     "MessagePage",
     "MessageRead",
+    "ModelUsageDay",
+    "ModelUsageReport",
+    "ModelUsageTotals",
     "PinList",
     "PinRead",
     "PinStats",

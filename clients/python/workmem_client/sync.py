@@ -98,6 +98,7 @@ class WorkmemClient:
     working_memory = _sent(calls.working_memory)
     working_memory_history = _sent(calls.working_memory_history)
     restore_working_memory = _sent(calls.restore_working_memory)
+    fork = _sent(calls.fork)
     context = _sent(calls.context)
     compact = _sent(calls.compact)
     contexts = _sent(calls.contexts)
@@ -113,6 +114,7 @@ class WorkmemClient:
     webhook_deliveries = _sent(calls.webhook_deliveries)
     retention = _sent(calls.retention)
     set_retention = _sent(calls.set_retention)
+    model_usage = _sent(calls.model_usage)
 
     def chat_messages(
         self,

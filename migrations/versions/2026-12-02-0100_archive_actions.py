@@ -6,9 +6,9 @@ line (``actor = 'operator'``), and the reason given. Deleting the agent session 
 ``workmem_requeue_failed`` (``workmem archives retry``) now writes a row for each archive it
 queues again, in the same statement. Auditors read the table for their tenant.
 
-Revision ID: 20261202_0044_archive_actions
-Revises: 20261202_0042_memory_policies
-Create Date: 2026-12-02 00:44:00+00:00
+Revision ID: 20261202_0100_archive_actions
+Revises: 20261202_0058_model_calls
+Create Date: 2026-12-02 01:00:00+00:00
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "20261202_0044_archive_actions"
-down_revision: str | None = "20261202_0042_memory_policies"
+revision: str = "20261202_0100_archive_actions"
+down_revision: str | None = "20261202_0058_model_calls"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
