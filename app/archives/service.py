@@ -408,7 +408,7 @@ class ArchiveService:
 
     async def _here(self, agent_session_id: uuid.UUID, archive_seq: int) -> None:
         """404 for an unknown archive, 409 for one a fork shares with an ancestor."""
-        if await self.archives.get(agent_session_id, archive_seq) is None:
+        if await self.archives.get(agent_session_id, archive_seq, lock=True) is None:
             await self._own(agent_session_id, archive_seq)
 
     async def retry(
