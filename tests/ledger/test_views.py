@@ -91,3 +91,33 @@ async def test_the_contexts_that_put_a_message_in_front_of_the_model(
     # Another tenant's ids show nothing (the views read under row-level security).
     other = await run(database, tenant, "contexts_using_message", agent_session_id=sid, seq="99")
     assert other == []
+
+
+async def test_a_forks_recorded_context_renders_and_joins_the_history_it_shares(
+    client: httpx.AsyncClient, tenant: TenantKeys, database: Database
+) -> None:
+    sid, _, _ = await scenario(client, tenant)
+    forked = await client.post(
+        f"/v1/sessions/{sid}:fork", json={"at_archive": 2}, headers=tenant.write
+    )
+    assert forked.status_code == 201, forked.text
+    fork = forked.json()["id"]
+    await append(client, tenant, fork, [user("On the fork: try Adyen instead.")])
+    context = await get_context(client, tenant, fork, record="true", fill="true", token_budget=4000)
+    assert context["working_memory"]["archive_seq"] == 2
+    # The parent and the fork go on: neither changes what the fork's context was made of.
+    await append(client, tenant, sid, [user("On the parent: keep Stripe.")])
+    assert (await commit(client, tenant, sid, keep_recent_count=0, wait=True)).status_code == 200
+    await append(client, tenant, fork, [assistant("Adyen it is.")])
+    body = (
+        await client.get(
+            f"/v1/sessions/{fork}/contexts/{context['context_id']}",
+            params={"render": "true"},
+            headers=tenant.read,
+        )
+    ).json()
+    assert body["render"]["matches"] is True, body["render"]["unavailable"]
+    assert body["render"]["messages"] == context["messages"]
+    rows = await run(database, tenant, "context_sections", context_id=context["context_id"])
+    assert len(rows) == 7
+    assert all(row["unchanged"] and row["op_applied"] is not None for row in rows)

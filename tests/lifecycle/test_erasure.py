@@ -161,6 +161,19 @@ async def spread(client: httpx.AsyncClient, keys: TenantKeys, person: Person) ->
                 headers=keys.read,
             )
         )
+        # A fork shares the agent session's history (its lineage names it) and adds its own.
+        fork = await ok(
+            await client.post(f"/v1/sessions/{sid}:fork", json={"at_seq": 3}, headers=keys.write),
+            201,
+        )
+        await ok(
+            await client.post(
+                f"/v1/sessions/{fork['id']}/messages",
+                json={"role": "user", "content": f"In the fork, {person.marker} again."},
+                headers=keys.write,
+            ),
+            201,
+        )
     memories = await ok(
         await client.get("/v1/memories", params={"user_id": person.user_id}, headers=keys.read)
     )
@@ -242,8 +255,10 @@ async def test_an_erased_user_leaves_no_text_nor_id_in_any_table(
     assert erased.user_id not in answer.text
     assert erased.marker not in answer.text
     removed = receipt["removed"]
-    assert removed["agent_sessions"] == 2
-    assert removed["messages"] == 2 * 9
+    # Two agent sessions and a fork of each, at message 3: no archive ends by then, so each
+    # fork holds messages 1..3 as its own live ones, and one more it was sent.
+    assert removed["agent_sessions"] == 2 * 2
+    assert removed["messages"] == 2 * 9 + 2 * (3 + 1)
     assert removed["archives"] == 4
     assert removed["memories"] == len(erased.memory_ids)
     assert removed["pins"] == 4
