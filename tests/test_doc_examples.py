@@ -45,6 +45,7 @@ PRELUDES = {
     "docs/lifecycle.md": f"""
 WORKMEM={ADDRESS}
 WRITER_KEY=$(cat ~/.local/share/workmem/local-api-key)
+ADMIN_KEY=$WRITER_KEY
 H=(-H "Authorization: Bearer $WRITER_KEY" -H 'content-type: application/json')
 SESSION=$(curl -s "${{H[@]}}" -d '{{}}' $WORKMEM/v1/sessions | jq -r .id)
 curl -s "${{H[@]}}" $WORKMEM/v1/sessions/$SESSION/messages:batch -d '{{"messages": [
@@ -67,7 +68,7 @@ EXPECTED = {
         "Fix the crash in app/models/user.py. Never touch prod.",  # the pinned message's text
     ),
     "docs/integrations.md": ('"secret":"whsec_',),
-    "docs/lifecycle.md": ('"seq":3', '"already_redacted":false'),
+    "docs/lifecycle.md": ('"seq":3', '"already_redacted":false', '"archive_messages_days":30'),
 }
 
 

@@ -17,6 +17,7 @@ from app.cli import (  # noqa: F401 - each module registers its commands on ``cl
     memories,
     operators,
     replay,
+    retention,
     serving,
 )
 from app.cli.base import CliError, cli

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app import telemetry
 from app.archives.service import ArchiveService
 from app.archives.working_memory import WorkingMemory
 from app.context.assembly import Assembly, Hint, Window, assemble
@@ -83,6 +84,13 @@ class ContextService:
         self.memories = MemoryService(db, principal)
         self.counter = counter
 
+    @telemetry.traced(
+        "workmem.context",
+        lambda self, agent_session_id, budget, recall=None, **_: {
+            **telemetry.ids(self.principal.tenant_id, agent_session_id),
+            "workmem.recall": recall is not None,
+        },
+    )
     async def assemble(
         self,
         agent_session_id: uuid.UUID,

@@ -64,7 +64,8 @@ async def ok(response: httpx.Response, status: int = 200) -> Any:
 async def spread(client: httpx.AsyncClient, keys: TenantKeys, person: Person) -> None:
     """Agent sessions (named, with metadata), messages with tool calls and results, appended
     and created under idempotency keys, two commits (archives, working memory, memories,
-    webhook deliveries), pins, a retraction, a redaction, and a key bound to the user."""
+    webhook deliveries), pins, a retraction, a redaction, a recorded context, and a key bound to
+    the user."""
     admin = keys.headers(keys.admin)
     issued = await ok(
         await client.post(
@@ -152,6 +153,7 @@ async def spread(client: httpx.AsyncClient, keys: TenantKeys, person: Person) ->
             )
         )
         assert done["status"] == "done", done
+        # A recorded context: the ledger names the agent session and the memories recalled.
         recorded = await ok(
             await client.get(
                 f"/v1/sessions/{sid}/context",
@@ -160,6 +162,19 @@ async def spread(client: httpx.AsyncClient, keys: TenantKeys, person: Person) ->
             )
         )
         assert recorded["context_id"] is not None
+        # A fork shares the agent session's history (its lineage names it) and adds its own.
+        fork = await ok(
+            await client.post(f"/v1/sessions/{sid}:fork", json={"at_seq": 3}, headers=keys.write),
+            201,
+        )
+        await ok(
+            await client.post(
+                f"/v1/sessions/{fork['id']}/messages",
+                json={"role": "user", "content": f"In the fork, {person.marker} again."},
+                headers=keys.write,
+            ),
+            201,
+        )
     memories = await ok(
         await client.get("/v1/memories", params={"user_id": person.user_id}, headers=keys.read)
     )
@@ -241,8 +256,10 @@ async def test_an_erased_user_leaves_no_text_nor_id_in_any_table(
     assert erased.user_id not in answer.text
     assert erased.marker not in answer.text
     removed = receipt["removed"]
-    assert removed["agent_sessions"] == 2
-    assert removed["messages"] == 2 * 9
+    # Two agent sessions and a fork of each, at message 3: no archive ends by then, so each
+    # fork holds messages 1..3 as its own live ones, and one more it was sent.
+    assert removed["agent_sessions"] == 2 * 2
+    assert removed["messages"] == 2 * 9 + 2 * (3 + 1)
     assert removed["archives"] == 4
     assert removed["memories"] == len(erased.memory_ids)
     assert removed["pins"] == 4

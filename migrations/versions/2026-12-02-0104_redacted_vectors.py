@@ -7,9 +7,9 @@ passes by. Existing redacted memories lose their vectors here too. Downgrading g
 vector again: the zero vector, which no search compares either (their embedder stays
 ``[redacted]``).
 
-Revision ID: 20261202_0036_redacted_vectors
-Revises: 20261202_0030_user_erasures
-Create Date: 2026-12-02 00:36:00+00:00
+Revision ID: 20261202_0104_redacted_vectors
+Revises: 20261202_0102_ledger_views
+Create Date: 2026-12-02 01:04:00+00:00
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from collections.abc import Sequence
 
 from alembic import op
 
-revision: str = "20261202_0036_redacted_vectors"
-down_revision: str | None = "20261202_0030_user_erasures"
+revision: str = "20261202_0104_redacted_vectors"
+down_revision: str | None = "20261202_0102_ledger_views"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
