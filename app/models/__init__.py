@@ -1,6 +1,6 @@
 """ORM tables, one module per aggregate. Importing this package registers every table."""
 
-from app.models.archives import Archive, ArchiveStatus, WmSectionVersion
+from app.models.archives import Archive, ArchiveAction, ArchiveStatus, WmSectionVersion
 from app.models.audit import AuditorLogin
 from app.models.idempotency import IdempotencyKey
 from app.models.ledger import ContextRecord
@@ -24,6 +24,7 @@ __all__ = [
     "AgentSessionLineage",
     "ApiKey",
     "Archive",
+    "ArchiveAction",
     "ArchiveStatus",
     "AuditorLogin",
     "ContextRecord",

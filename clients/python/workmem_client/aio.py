@@ -94,6 +94,7 @@ class AsyncWorkmemClient:
     archives = _sent(calls.archives)
     archive = _sent(calls.archive)
     retry_archive = _sent(calls.retry_archive)
+    clear_archive = _sent(calls.clear_archive)
     set_memory_policy = _sent(calls.set_memory_policy)
     user_memory_policy = _sent(calls.user_memory_policy)
     set_user_memory_policy = _sent(calls.set_user_memory_policy)

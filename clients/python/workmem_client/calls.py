@@ -260,10 +260,28 @@ def archive(
     )
 
 
-def retry_archive(agent_session_id: Id, archive_seq: int) -> Call[ArchiveRead]:
-    """Re-queue a failed archive."""
+def retry_archive(
+    agent_session_id: Id, archive_seq: int, *, reason: str | None = None
+) -> Call[ArchiveRead]:
+    """Re-queue a failed archive (recorded with the key and ``reason`` in its ``actions``)."""
     return Call(
-        "POST", f"{_session(agent_session_id)}/archives/{archive_seq}:retry", reads(ArchiveRead)
+        "POST",
+        f"{_session(agent_session_id)}/archives/{archive_seq}:retry",
+        reads(ArchiveRead),
+        body=body(reason=reason),
+    )
+
+
+def clear_archive(
+    agent_session_id: Id, archive_seq: int, *, reason: str | None = None
+) -> Call[ArchiveRead]:
+    """Set a failed archive aside for good: it never runs again and the next archive covers its
+    messages (recorded with the key and ``reason`` in its ``actions``)."""
+    return Call(
+        "POST",
+        f"{_session(agent_session_id)}/archives/{archive_seq}:clear",
+        reads(ArchiveRead),
+        body=body(reason=reason),
     )
 
 

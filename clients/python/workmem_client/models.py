@@ -103,6 +103,16 @@ class AppendResult(BaseModel):
     live_message_count: int
 
 
+class ArchiveActionRead(BaseModel):
+    action: Literal["retry", "clear"]
+    actor: Literal["api_key", "operator"] = Field(
+        description="an API key, or the operator from the command line"
+    )
+    api_key_id: uuid.UUID | None = Field(description="the key that asked; null for the operator")
+    reason: str | None
+    created_at: datetime
+
+
 class ArchiveStatus(StrEnum):
     """An archive is also its job: pending → running → done | failed (DESIGN 6.2); an operator may set a failed one aside as ``cleared``: never run again, its messages left to the next archive."""
 
@@ -226,6 +236,10 @@ class ArchiveExpanded(BaseModel):
     next_after_seq: int | None
     produced_memories: list[ProducedMemoryRead] = Field(
         description="the long-term memory changes this archive made (provenance: memories → archive via their events, archive → memories here)"
+    )
+    actions: list[ArchiveActionRead] | None = Field(
+        default=None,
+        description="every retry and clear of this archive, oldest first: who, when and why",
     )
 
 
@@ -790,6 +804,7 @@ __all__ = [
     "AgentSessionPage",
     "AgentSessionRead",
     "AppendResult",
+    "ArchiveActionRead",
     "ArchiveBrief",
     "ArchiveExpanded",
     "ArchiveIndexEntry",
