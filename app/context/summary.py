@@ -14,6 +14,7 @@ from enum import StrEnum
 from typing import Final
 
 from app.archives.working_memory import WorkingMemory
+from app.context.brief import brief_terms, fit_brief, shown_words
 from app.wm.items import is_heading
 from app.wm.sections import SECTIONS, Section, render
 from app.wm.tokens import TokenCounter
@@ -79,6 +80,10 @@ class Summary:
     text: str | None
     tokens: int
     cuts: tuple[Cut, ...] = ()
+    brief_terms: int = 0
+    """Terms of the cut parts listed in the brief line that closes a reduced summary."""
+    brief_tokens: int = 0
+    """What the brief added to ``tokens``."""
 
 
 def _item_lines(body: str) -> list[int]:
@@ -122,8 +127,60 @@ def _section_block(section: Section, body: str) -> str:
     return f"## {section.value}\n{body}\n\n" if body else f"## {section.value}\n\n"
 
 
+BRIEF_ORDER: Final[tuple[Section, ...]] = (
+    Section.OPEN_ISSUES,
+    Section.ERRORS,
+    Section.CURRENT_STATE,
+    Section.TASK_AND_GOALS,
+    Section.KEY_FACTS,
+    Section.FILES,
+    Section.SESSION_TITLE,
+)
+"""The brief lists the cut items' terms in the reverse of the reduction's order: what the
+reduction keeps longest matters most."""
+
+
+def _cut_items(original: Mapping[Section, str], kept: Mapping[Section, str]) -> list[str]:
+    """The items the reduction took out, most important section first, newest item first."""
+    items: list[str] = []
+    for section in BRIEF_ORDER:
+        lines = original.get(section, "").strip().splitlines()
+        left = set(kept.get(section, "").splitlines())
+        items += [line for line in reversed(lines) if line.strip() and line not in left]
+    return items
+
+
+def _with_brief(
+    summary: Summary,
+    original: Mapping[Section, str],
+    kept: Mapping[Section, str],
+    layer: int,
+    counter: TokenCounter,
+    shown: frozenset[str],
+) -> Summary:
+    """``summary`` closed by the brief of its cuts, in the room its layer has left."""
+    if summary.text is None or not summary.cuts:
+        return summary
+    terms = brief_terms(_cut_items(original, kept), shown | shown_words([summary.text]))
+    room = layer - summary.tokens
+    while terms and room > 0:
+        line, _, listed = fit_brief(terms, room, counter)
+        if not listed:
+            break
+        text = f"{summary.text.rstrip()}\n\n{line}\n"
+        tokens = counter(text)
+        if tokens <= layer:
+            return Summary(text, tokens, summary.cuts, listed, tokens - summary.tokens)
+        # Counts are not exactly additive: try again a little tighter.
+        room -= tokens - layer
+    return summary
+
+
 def summarise_sections(
-    sections: Mapping[Section, str], layer: int, counter: TokenCounter
+    sections: Mapping[Section, str],
+    layer: int,
+    counter: TokenCounter,
+    shown: frozenset[str] = frozenset(),
 ) -> Summary:
     """The summary of a seven-section WM within ``layer`` tokens, reduced in ``REDUCTION_ORDER``.
 
@@ -156,6 +213,7 @@ def summarise_sections(
         blocks[step.section] = block
     text = _summary_text(bodies)
     tokens = counter(text)
+    original = {section: sections.get(section, "").strip() for section in SECTIONS}
     while tokens > layer:
         step = next(steps, None)
         if step is None:
@@ -171,7 +229,7 @@ def summarise_sections(
             continue
         cuts.append(cut)
         text, tokens = shorter, shorter_tokens
-    return Summary(text, tokens, tuple(cuts))
+    return _with_brief(Summary(text, tokens, tuple(cuts)), original, bodies, layer, counter, shown)
 
 
 def summarise_legacy(text: str, layer: int, counter: TokenCounter) -> Summary:
@@ -201,8 +259,14 @@ def summarise_legacy(text: str, layer: int, counter: TokenCounter) -> Summary:
     return Summary(kept, counter(kept), (Cut(CutKind.TEXT, None, len(lines) - low),))
 
 
-def summarise(working_memory: WorkingMemory, layer: int, counter: TokenCounter) -> Summary:
-    """The summary of a working memory: its sections, or its legacy free text."""
+def summarise(
+    working_memory: WorkingMemory,
+    layer: int,
+    counter: TokenCounter,
+    shown: frozenset[str] = frozenset(),
+) -> Summary:
+    """The summary of a working memory: its sections, or its legacy free text. ``shown`` are the
+    words of the raw messages sent beside it, which a reduced summary's brief leaves out."""
     if working_memory.legacy_text is not None:
         return summarise_legacy(working_memory.legacy_text, layer, counter)
-    return summarise_sections(working_memory.sections, layer, counter)
+    return summarise_sections(working_memory.sections, layer, counter, shown)
