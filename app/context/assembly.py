@@ -167,6 +167,7 @@ def assemble(
     recalled: Sequence[SearchHit] = (),
     pins: Sequence[Pin] = (),
     clearing: Clearing | None = None,
+    first_terms: Sequence[str] = (),
 ) -> Assembly:
     """Decide what is sent. Priorities, highest first: the newest user message, the system-prompt
     hint, the pins and the summary (sharing the summary's layer, pins first), the recalled
@@ -178,7 +179,8 @@ def assemble(
     ``min(wm_layer, usable - hint - newest user message)``; the hint is left out only when it and
     that message alone exceed the usable budget. Within the layer the summary is reduced, every
     section of it, before a pin is left out. With ``clearing``, older tool results are sent as a
-    placeholder, and raw messages are fitted at what they cost then.
+    placeholder, and raw messages are fitted at what they cost then. ``first_terms`` lead the
+    summary's brief (``share``: what the newest summarised messages not sent raw hold).
     """
     units, dropped = group_units(window.candidates, complete=window.complete)
     saved: dict[int, int] = {}
@@ -211,7 +213,11 @@ def assemble(
     layer = max(0, min(layer, max(usable // SUMMARY_FLOOR_SHARE, room - raw_tokens)))
     # What a reduced summary's brief need not repeat: the raw messages sure to be sent beside it.
     shown = _units_words(fit_units(units, room - layer).included) if units else frozenset()
-    summary = None if working_memory is None else summarise(working_memory, layer, counter, shown)
+    summary = (
+        None
+        if working_memory is None
+        else summarise(working_memory, layer, counter, shown, first_terms)
+    )
     wm_tokens = summary.tokens if summary is not None else 0
     if summary is not None and summary.text is None and not hint_omitted:
         text, hint_tokens, hint_omitted = fitting(hint.without_summary)
@@ -220,7 +226,9 @@ def assemble(
         # the unsummarised messages.
         noted = f"{text} {CUT_NOTE}"
         noted_tokens = counter(noted)
-        shorter = summarise(working_memory, layer - (noted_tokens - hint_tokens), counter, shown)
+        shorter = summarise(
+            working_memory, layer - (noted_tokens - hint_tokens), counter, shown, first_terms
+        )
         if shorter.text is not None:
             summary, wm_tokens = shorter, shorter.tokens
             text, hint_tokens = noted, noted_tokens

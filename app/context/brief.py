@@ -1,10 +1,11 @@
-"""The brief of a reduced summary: the ids, names and numbers of what its cuts took out.
+"""The brief of a reduced summary: the ids, names and numbers of what the context leaves out.
 
-Pure. When the reduction (``summary``) cuts items or sections, the room the summary's layer still
-has goes to one line listing the cut parts' specific terms — ids, codes, numbers, dates, paths,
-then names — newest item first, each term once, leaving out those the summary or the raw
-messages sent beside it already hold. A cut item is then still findable by its exact values:
-they are what a model cannot reconstruct from anything else in the context.
+Pure. Owns what a specific term is — ids, codes, numbers, dates, paths, then names — and the one
+line that lists them, each once, leaving out those the summary or the raw messages sent beside
+it already hold. ``summary`` decides which terms (those of the messages a filled context's
+summary displaces, then those of its cut items) and the room. A cut item or a displaced message
+is then still findable by its exact values: what a model cannot reconstruct from anything else
+in the context.
 """
 
 from __future__ import annotations
@@ -15,19 +16,19 @@ from typing import Final
 
 from app.wm.tokens import TokenCounter
 
-BRIEF_OPEN: Final = "[cut parts in brief, their ids, names and numbers: "
+BRIEF_OPEN: Final = "[in brief, ids, names and numbers of what this context leaves out: "
 BRIEF_CLOSE: Final = "]"
 
 _TOKEN: Final = re.compile(r"[\w][\w./@:+-]*[\w]|[\w]")
-_UPPER_CODE: Final = re.compile(r"[A-Z]{2,}")
+_UPPER_CODE: Final = re.compile(r"[A-Z]{3,}")
 _NAME: Final = re.compile(r"[A-Z][a-z]{2,}")
 _WORD: Final = re.compile(r"[\w][\w./@:+-]*[\w]|[\w]")
 
 
 def _is_id(term: str) -> bool:
-    """A term no paraphrase keeps: a digit, an underscore, a path or address separator, or an
-    upper-case code (``JFK``)."""
-    return (
+    """A term no paraphrase keeps, of two characters or more: a digit, an underscore, a path or
+    address separator, or an upper-case code of three letters or more (``JFK``)."""
+    return len(term) >= 2 and (
         any(c.isdigit() for c in term)
         or any(c in "_/@" for c in term)
         or ("." in term and not term.endswith("."))

@@ -8,7 +8,7 @@ legacy free-text summary. Pure; never decides the layer (``budget``) or what els
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Final
@@ -157,11 +157,17 @@ def _with_brief(
     layer: int,
     counter: TokenCounter,
     shown: frozenset[str],
+    first: Sequence[str] = (),
 ) -> Summary:
-    """``summary`` closed by the brief of its cuts, in the room its layer has left."""
-    if summary.text is None or not summary.cuts:
+    """``summary`` closed by the brief, in the room its layer has left: ``first`` (the terms of
+    the newest summarised messages the context does not repeat raw), then the terms of its cuts,
+    each once and none the summary or ``shown`` already holds."""
+    if summary.text is None or not (summary.cuts or first):
         return summary
-    terms = brief_terms(_cut_items(original, kept), shown | shown_words([summary.text]))
+    held = shown | shown_words([summary.text])
+    leading = [term for term in dict.fromkeys(first) if term.lower() not in held]
+    terms = brief_terms(_cut_items(original, kept), held | {t.lower() for t in leading})
+    terms = [*leading, *terms]
     room = layer - summary.tokens
     while terms and room > 0:
         line, _, listed = fit_brief(terms, room, counter)
@@ -176,12 +182,32 @@ def _with_brief(
     return summary
 
 
+FIRST_BRIEF_SHARE: Final = 2
+"""The terms of the newest summarised messages not sent raw may take up to half the layer: the
+sections are reduced to make that room before the brief is written."""
+
+
 def summarise_sections(
     sections: Mapping[Section, str],
     layer: int,
     counter: TokenCounter,
     shown: frozenset[str] = frozenset(),
+    first: Sequence[str] = (),
 ) -> Summary:
+    """The summary of a seven-section WM within ``layer`` tokens, reduced in ``REDUCTION_ORDER``,
+    closed by the brief (``first``, then the cuts' terms) in the room left."""
+    if layer <= 0:
+        return Summary(None, 0)
+    leading = [term for term in dict.fromkeys(first) if term.lower() not in shown]
+    reserve = fit_brief(leading, layer // FIRST_BRIEF_SHARE, counter)[1] if leading else 0
+    summary, bodies = _reduce(sections, layer - reserve, counter)
+    original = {section: sections.get(section, "").strip() for section in SECTIONS}
+    return _with_brief(summary, original, bodies, layer, counter, shown, leading)
+
+
+def _reduce(
+    sections: Mapping[Section, str], layer: int, counter: TokenCounter
+) -> tuple[Summary, dict[Section, str]]:
     """The summary of a seven-section WM within ``layer`` tokens, reduced in ``REDUCTION_ORDER``.
 
     Each section block is counted once and recounted only when a step changes it; the text that
@@ -189,9 +215,9 @@ def summarise_sections(
     that count decides, and reduction goes on while it is over the layer). A step that would not
     make the summary shorter (a body shorter than its cut marker) is skipped.
     """
-    if layer <= 0:
-        return Summary(None, 0)
     bodies = {section: sections.get(section, "").strip() for section in SECTIONS}
+    if layer <= 0:
+        return Summary(None, 0), bodies
     blocks = {section: counter(_section_block(section, bodies[section])) for section in SECTIONS}
     fixed = counter(f"{SUMMARY_HEADER}\n\n# Working Memory\n\n")
     steps = iter(REDUCTION_ORDER)
@@ -213,11 +239,10 @@ def summarise_sections(
         blocks[step.section] = block
     text = _summary_text(bodies)
     tokens = counter(text)
-    original = {section: sections.get(section, "").strip() for section in SECTIONS}
     while tokens > layer:
         step = next(steps, None)
         if step is None:
-            return Summary(None, 0)
+            return Summary(None, 0), bodies
         before = bodies[step.section]
         cut = _apply(step, bodies)
         if cut is None:
@@ -229,7 +254,7 @@ def summarise_sections(
             continue
         cuts.append(cut)
         text, tokens = shorter, shorter_tokens
-    return _with_brief(Summary(text, tokens, tuple(cuts)), original, bodies, layer, counter, shown)
+    return Summary(text, tokens, tuple(cuts)), bodies
 
 
 def summarise_legacy(text: str, layer: int, counter: TokenCounter) -> Summary:
@@ -264,9 +289,11 @@ def summarise(
     layer: int,
     counter: TokenCounter,
     shown: frozenset[str] = frozenset(),
+    first: Sequence[str] = (),
 ) -> Summary:
     """The summary of a working memory: its sections, or its legacy free text. ``shown`` are the
-    words of the raw messages sent beside it, which a reduced summary's brief leaves out."""
+    words of the raw messages sent beside it, which the brief leaves out; ``first`` the terms
+    the brief lists before those of the cuts."""
     if working_memory.legacy_text is not None:
         return summarise_legacy(working_memory.legacy_text, layer, counter)
-    return summarise_sections(working_memory.sections, layer, counter, shown)
+    return summarise_sections(working_memory.sections, layer, counter, shown, first)

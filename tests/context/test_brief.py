@@ -116,3 +116,44 @@ def test_a_section_cut_whole_is_briefed_by_its_terms() -> None:
     assert summary.text is not None
     if any(cut.section is Section.KEY_FACTS for cut in summary.cuts):
         assert "INV-2024-07" in summary.text.splitlines()[-1]
+
+
+# What the summary displaces ----------------------------------------------------------------------
+
+
+def test_the_displaced_terms_lead_the_brief_and_make_their_room() -> None:
+    sections = full_sections()
+    whole = summarise_sections(sections, 100_000, count_tokens)
+    first = ["HAT023", "K1NW8N", "mohamed_silva_9265", "billing"]
+    summary = summarise_sections(sections, whole.tokens, count_tokens, first=first)
+    assert summary.text is not None
+    assert summary.tokens == count_tokens(summary.text) <= whole.tokens
+    # The sections were reduced to make room for the brief, which opens with the first terms.
+    assert summary.cuts
+    brief = summary.text.rstrip().splitlines()[-1]
+    assert brief.startswith(BRIEF_OPEN + "HAT023; K1NW8N; mohamed_silva_9265")
+    assert "billing;" not in brief  # the summary says it already
+
+
+def test_first_terms_the_raw_messages_show_take_no_room() -> None:
+    sections = full_sections()
+    whole = summarise_sections(sections, 100_000, count_tokens)
+    shown = shown_words(["booked hat023 today"])
+    summary = summarise_sections(sections, whole.tokens, count_tokens, shown, first=["HAT023"])
+    assert summary.text == whole.text
+    assert (summary.cuts, summary.brief_terms) == ((), 0)
+
+
+def test_a_summary_with_no_room_has_no_brief() -> None:
+    assert summarise_sections(full_sections(), 0, count_tokens, first=["HAT023"]).text is None
+
+
+def test_the_first_terms_may_take_at_most_half_the_layer() -> None:
+    sections = full_sections()
+    layer = 400
+    first = [f"REF{i:05d}" for i in range(400)]
+    summary = summarise_sections(sections, layer, count_tokens, first=first)
+    assert summary.text is not None
+    assert summary.tokens <= layer
+    assert "## Open Issues" in summary.text  # the sections keep at least half
+    assert 0 < summary.brief_terms < len(first)
