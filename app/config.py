@@ -112,9 +112,28 @@ class Settings(BaseSettings):
     worker_backoff_base_s: float = Field(default=2.0, ge=0)
     worker_backoff_max_s: float = Field(default=300.0, ge=0)
     commit_wait_timeout_s: float = Field(default=30.0, gt=0, le=600)
+    retention_every_s: float = Field(
+        default=300.0,
+        gt=0,
+        description="how often each worker runs a retention pass over every tenant (when idle)",
+    )
+    retention_batch: int = Field(
+        default=500,
+        ge=1,
+        le=100_000,
+        description="rows of each kind (archives, agent sessions, memories) one pass may purge "
+        "per tenant",
+    )
 
     log_level: str = "INFO"
     log_json: bool = True
+    otel_endpoint: str | None = Field(
+        default=None,
+        description="OTLP/HTTP collector (http://host:4318): traces and metrics go there; off "
+        "unless this or OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT is set",
+    )
+    otel_service_name: str = Field(default="workmem", min_length=1, max_length=200)
+    otel_metrics_interval_s: float = Field(default=60.0, gt=0, le=3600)
 
     # --- long-term memory (DESIGN 9): extraction, embeddings, search ---------------------------
     memory_extractor: Literal["auto", "rules", "model", "off"] = Field(

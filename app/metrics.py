@@ -1,10 +1,10 @@
 """The service's Prometheus metrics beyond the HTTP ones, and the ``/metrics`` answer.
 
 Owns every metric's name, labels and help text: archive jobs (queue depth and age, outcomes,
-phase-2 duration, generators, guard decisions), model calls, connection pools, per-tenant limits
-and idempotent replays. Labels never carry tenant ids, keys or content. The queue figures come
-from one privileged function at scrape time (``docs/operations.md``); everything else is counted
-where it happens. Never decides anything.
+phase-2 duration, generators, guard decisions), model calls, connection pools, per-tenant limits,
+idempotent replays and retention's purges. Labels never carry tenant ids, keys or content. The
+queue figures come from one privileged function at scrape time (``docs/operations.md``);
+everything else is counted where it happens. Never decides anything.
 """
 
 from __future__ import annotations
@@ -103,6 +103,18 @@ METRICS_DATABASE_UP = Gauge(
 QUEUE_STATUSES = ("pending", "running")
 _QUEUE = "SELECT status, archives, oldest_age_s FROM workmem_archive_queue()"
 
+RETENTION_PURGED = Counter(
+    "workmem_retention_purged_total",
+    "Rows retention deleted, by kind: archive_messages (raw messages of old archives), "
+    "idle_sessions, expired_memories",
+    ["kind"],
+)
+RETENTION_PASSES = Counter(
+    "workmem_retention_passes_total",
+    "Retention passes of this process, by outcome (done, or error when one was cut short)",
+    ["outcome"],
+)
+
 
 def record_decisions(decisions: Iterable[tuple[str | None, str]]) -> None:
     """Count the seven decisions of a done archive: ``(guard, reason)`` each."""
@@ -146,3 +158,22 @@ async def exposition(database: Database, *, timeout_s: float = 1.0) -> tuple[byt
     await refresh_queue(database, timeout_s=timeout_s)
     refresh_pools(database)
     return generate_latest(), CONTENT_TYPE_LATEST
+
+
+# --- what the models cost (app/usage): tokens and calls by model and purpose -------------------
+
+MODEL_TOKENS = Counter(
+    "workmem_model_tokens_total",
+    "Tokens the model provider reported, by model, purpose and direction (input, output)",
+    ["model", "purpose", "direction"],
+)
+MODEL_CALLS_BY_OUTCOME = Counter(
+    "workmem_model_calls_total",
+    "Model and embedding calls, by purpose and outcome (ok, error, refused)",
+    ["purpose", "outcome"],
+)
+USAGE_ROWS_DROPPED = Counter(
+    "workmem_model_usage_rows_dropped_total",
+    "Model-call rows not written to model_calls, by reason (no_tenant, queue_full, write_failed)",
+    ["reason"],
+)

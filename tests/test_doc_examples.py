@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,12 +45,16 @@ PRELUDES = {
     "docs/lifecycle.md": f"""
 WORKMEM={ADDRESS}
 WRITER_KEY=$(cat ~/.local/share/workmem/local-api-key)
+ADMIN_KEY=$WRITER_KEY
 H=(-H "Authorization: Bearer $WRITER_KEY" -H 'content-type: application/json')
 SESSION=$(curl -s "${{H[@]}}" -d '{{}}' $WORKMEM/v1/sessions | jq -r .id)
 curl -s "${{H[@]}}" $WORKMEM/v1/sessions/$SESSION/messages:batch -d '{{"messages": [
   {{"role": "user", "content": "Deploy the fix."}},
   {{"role": "assistant", "content": "Which environment?"}},
   {{"role": "user", "content": "Staging. password=hunter2"}}]}}' > /dev/null
+ADMIN_KEY=$WRITER_KEY
+READER_KEY=$WRITER_KEY
+curl -s "${{H[@]}}" -d '{{"user_id": "carol@example.com"}}' $WORKMEM/v1/sessions > /dev/null
 """,
 }
 
@@ -63,7 +68,7 @@ EXPECTED = {
         "Fix the crash in app/models/user.py. Never touch prod.",  # the pinned message's text
     ),
     "docs/integrations.md": ('"secret":"whsec_',),
-    "docs/lifecycle.md": ('"seq":3', '"already_redacted":false'),
+    "docs/lifecycle.md": ('"seq":3', '"already_redacted":false', '"archive_messages_days":30'),
 }
 
 
@@ -135,6 +140,8 @@ def test_the_examples_run_as_written(document: str, server: Server, user_home: P
         parts.append(block.text.replace(ADDRESS, server.base_url))
     environment = {k: v for k, v in os.environ.items() if not k.startswith("WORKMEM_")}
     environment["HOME"] = str(user_home)
+    # `workmem` is on the PATH, as after `pip install`.
+    environment["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{environment.get('PATH', '')}"
     result = subprocess.run(
         ["bash", "-c", "\n".join(parts)],
         env=environment,

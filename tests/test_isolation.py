@@ -57,7 +57,16 @@ BODIES: dict[tuple[str, str], Any] = {
     ("post", "/v1/sessions/{agent_session_id}/messages:retract"): {},
     ("post", "/v1/sessions/{agent_session_id}/messages/{seq}:redact"): {"reason": "a probe"},
     ("post", "/v1/sessions/{agent_session_id}/pins"): {"text": "a probe's pin"},
+    ("post", "/v1/sessions/{agent_session_id}/working-memory:restore"): {"archive_seq": 1},
+    ("post", "/v1/sessions/{agent_session_id}:fork"): {"at_archive": 1},
     ("post", "/v1/webhooks"): {"url": "https://93.184.216.34/hooks", "events": ["archive.done"]},
+    # The caller's own tenant's policy, and one that purges nothing for a hundred years.
+    ("put", "/v1/tenant/retention"): {"idle_session_days": 36_500},
+    ("patch", "/v1/sessions/{agent_session_id}"): {"memory_policy": {"working_memory": True}},
+    ("put", "/v1/users/{user_id}/memory-policy"): {"working_memory": True},
+    ("post", "/v1/sessions/{agent_session_id}/archives/{archive_seq}:retry"): {"reason": "a probe"},
+    ("post", "/v1/sessions/{agent_session_id}/archives/{archive_seq}:clear"): {"reason": "a probe"},
+    ("patch", "/api/v1/sessions/{session_id}/config"): {"memory_policy": {"working_memory": True}},
 }
 """A valid body for each operation that takes one (a new such route must be added here)."""
 QUERIES: dict[tuple[str, str], dict[str, str]] = {
@@ -80,6 +89,7 @@ class Objects:
     webhook_id: str
     pin_id: str
     tool_result_id: str
+    context_id: str
     message_count: int = 0
 
     def path_values(self) -> dict[str, str]:
@@ -95,7 +105,10 @@ class Objects:
             "webhook_id": self.webhook_id,
             "pin_id": self.pin_id,
             "tool_result_id": self.tool_result_id,
+            "context_id": self.context_id,
             "seq": "1",
+            # A user of this tenant (alice, whose objects the sweeps name).
+            "user_id": "alice",
         }
 
 
@@ -112,12 +125,18 @@ def missing_values() -> dict[str, str]:
         "webhook_id": str(uuid.uuid4()),
         "pin_id": str(uuid.uuid4()),
         "tool_result_id": f"call_{uuid.uuid4().hex[:12]}",
+        "context_id": str(uuid.uuid4()),
         "seq": "1",
+        "user_id": f"nobody-{uuid.uuid4().hex[:8]}",
     }
 
 
 async def objects_of(
-    http: httpx.AsyncClient, keys: TenantKeys, *, user_key: str | None = None
+    http: httpx.AsyncClient,
+    keys: TenantKeys,
+    *,
+    user_key: str | None = None,
+    user_id: str | None = None,
 ) -> Objects:
     writer = {"Authorization": f"Bearer {user_key}"} if user_key else keys.write
     external_id = f"own-{uuid.uuid4().hex[:8]}"
@@ -173,6 +192,17 @@ async def objects_of(
     )
     assert pinned.status_code == 201, pinned.text
     assert remembered, "the probe needs a long-term memory of this owner"
+    context = await http.get(
+        f"/v1/sessions/{agent_session_id}/context", params={"record": "true"}, headers=writer
+    )
+    assert context.status_code == 200, context.text
+    user_id = user_id or f"user-{uuid.uuid4().hex[:8]}"
+    policy = await http.put(
+        f"/v1/users/{user_id}/memory-policy",
+        json={"memory_types": ["preference", "profile"]},
+        headers=keys.headers(keys.admin),
+    )
+    assert policy.status_code == 200, policy.text
     return Objects(
         keys,
         agent_session_id,
@@ -183,6 +213,7 @@ async def objects_of(
         hooked.json()["id"],
         pinned.json()["pin_id"],
         tool_result_id,
+        context.json()["context_id"],
     )
 
 
@@ -197,12 +228,15 @@ def operations(document: dict[str, Any], prefix: str) -> list[tuple[str, str, di
 
 def creates_on_the_way(operation: tuple[str, str, dict[str, Any]]) -> bool:
     """Creating a session under the target's name (and OpenViking's appends, which create the
-    session they name) makes one in the caller's own namespace: probed last, so no earlier
-    probe sees the caller's own new session."""
+    session they name, and setting a user's default memory policy) makes one in the caller's
+    own namespace: probed last, so no earlier probe sees the caller's own new object."""
     method, template, _ = operation
-    return (method, template) in (("post", "/v1/sessions"), ("post", "/api/v1/sessions")) or (
-        template.startswith("/api/v1/sessions/{session_id}/messages")
-    )
+    return (method, template) in (
+        ("post", "/v1/sessions"),
+        ("post", "/api/v1/sessions"),
+        # A user's default policy, set under the target's user name in the caller's tenant.
+        ("put", "/v1/users/{user_id}/memory-policy"),
+    ) or template.startswith("/api/v1/sessions/{session_id}/messages")
 
 
 def fill(path: str, values: dict[str, str]) -> str:
@@ -263,7 +297,7 @@ async def world(client: httpx.AsyncClient, database: Database) -> World:
     tenant_b = await make_tenant(database, "stranger")
     alices_key = await bound_key(client, tenant_a, "alice", "writer")
     owner = await objects_of(client, tenant_a)
-    alices = await objects_of(client, tenant_a, user_key=alices_key)
+    alices = await objects_of(client, tenant_a, user_key=alices_key, user_id="alice")
     strangers = await objects_of(client, tenant_b)
     return owner, alices, strangers
 
@@ -368,8 +402,11 @@ async def test_no_route_reveals_or_changes_what_another_tenant_may_not_see(
         ]
         if method in WRITES:
             forbidden.append(("reader", owner.keys.read, {403}))
-        if template.startswith(("/v1/keys", "/v1/webhooks")):
+        if template.startswith(
+            ("/v1/keys", "/v1/webhooks", "/v1/users", "/v1/tenant", "/v1/usage")
+        ):
             forbidden.append(("writer", owner.keys.write, {403}))
+            forbidden.append(("reader", owner.keys.read, {403}))
         for role, headers, statuses in forbidden:
             refused = await send(client, method, template, values, headers)
             tally.probes += 1

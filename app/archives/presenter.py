@@ -4,6 +4,7 @@ and service results, beside the endpoints, so the schemas stay leaves."""
 from __future__ import annotations
 
 from app.archives.schemas import (
+    ArchiveActionRead,
     ArchiveExpanded,
     ArchiveRead,
     DecisionRead,
@@ -31,7 +32,23 @@ def archive_expanded(expanded: ExpandedArchive) -> ArchiveExpanded:
             MessageRead.from_stored(m, archived_upto_seq=archive.end_seq) for m in expanded.messages
         ],
         next_after_seq=expanded.next_after_seq,
+        messages_note=purged_note(archive),
         produced_memories=[ProducedMemoryRead.from_value(m) for m in expanded.memories],
+        actions=[
+            ArchiveActionRead.model_validate(action, from_attributes=True)
+            for action in expanded.actions
+        ],
+    )
+
+
+def purged_note(archive: Archive) -> str | None:
+    """What an expansion says in place of raw messages that retention purged."""
+    if archive.messages_purged_at is None:
+        return None
+    return (
+        f"the {archive.messages_purged_count or 0} raw messages of this archive were purged by "
+        f"the tenant's retention policy at {archive.messages_purged_at.isoformat()}; its "
+        "working memory, overview and decisions are kept"
     )
 
 

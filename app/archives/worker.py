@@ -6,7 +6,7 @@ result in one transaction that re-checks the lease (DESIGN 6.2). While it works,
 renews the lease every third of it, so leases are short and the archive of a worker that died
 is claimable again within one lease. Used by the in-process worker of ``workmem serve``, by
 ``workmem worker`` processes, and by ``commit?wait=true`` to drain one agent session. Between
-archives, workers also purge expired idempotency keys.
+archives, workers also purge expired idempotency keys and run the tenants' retention passes.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from typing import Any
 import psycopg
 from sqlalchemy import exc as sa_exc
 
+from app import telemetry
 from app.archives import queue
 from app.archives.generation import WorkingMemoryGenerator
 from app.archives.jobs import ArchiveJobService, LeaseLost
@@ -30,6 +31,7 @@ from app.archives.queue import Claim
 from app.db import Database
 from app.errors import Unavailable
 from app.idempotency.service import purge_expired
+from app.lifecycle.retention_jobs import run_pass as run_retention_pass
 from app.llm.ports import PermanentModelError, TransientModelError
 from app.memories.extraction import MemoryExtractor
 from app.metrics import (
@@ -40,6 +42,7 @@ from app.metrics import (
     record_decisions,
 )
 from app.models import ArchiveStatus
+from app.usage.records import calls_for
 
 logger = logging.getLogger(__name__)
 
@@ -56,6 +59,8 @@ class WorkerConfig:
     backoff_max_s: float = 300.0
     idempotency_ttl_s: float = 24 * 3600.0
     purge_every_s: float = 300.0
+    retention_every_s: float = 300.0
+    retention_batch: int = 500
 
     @property
     def heartbeat_s(self) -> float:
@@ -84,6 +89,7 @@ class ArchiveWorker:
         self.wakeup = asyncio.Event()
         self._detached: set[asyncio.Task[Claim | None]] = set()
         self._purged_at = time.monotonic()
+        self._retained_at: float | None = None
 
     def backoff_s(self, attempt: int) -> float:
         delay = min(self.config.backoff_max_s, self.config.backoff_base_s * 2.0 ** (attempt - 1))
@@ -110,6 +116,8 @@ class ArchiveWorker:
                 continue
             if claimed is None:
                 await self._purge_when_due()
+                if not stop.is_set():
+                    await self._retain_when_due()
                 self.wakeup.clear()
                 await _wait_any(stop, self.wakeup, self.config.poll_s)
 
@@ -162,27 +170,41 @@ class ArchiveWorker:
             await asyncio.gather(heartbeat, return_exceptions=True)
         PHASE2_DURATION.labels(outcome).observe(time.perf_counter() - started)
 
+    @telemetry.traced(
+        "workmem.archive.generate",
+        lambda self, claim: {
+            **telemetry.ids(claim.tenant_id, claim.agent_session_id, claim.archive_seq),
+            "workmem.attempt": claim.attempt,
+        },
+    )
     async def _process(self, claim: Claim) -> str:
         """Phase 2 of one claimed archive; its outcome (``done``, ``retry``, ``failed``,
-        ``lease_lost``) for the metrics."""
+        ``lease_lost``) for the metrics. Model calls made for it are the archive's."""
+        with calls_for(claim.tenant_id, claim.agent_session_id, claim.archive_seq):
+            return await self._phase2(claim)
+
+    async def _phase2(self, claim: Claim) -> str:
         started = time.perf_counter()
         stage = "load"
         try:
             async with self.database.tenant(claim.tenant_id) as db:
                 work = await ArchiveJobService(db, claim.tenant_id).load(claim)
             stage = "generate"
-            generated = await self.generator.generate(
-                work.prior,
-                work.openai_messages,
-                seqs=work.seqs,
-                pins=[pin.line for pin in work.pins],
-                pinned_seqs=frozenset(
-                    pin.message_seq for pin in work.pins if pin.message_seq is not None
-                ),
-            )
+            # The memory policy (read with the work) says which of the two the archive makes.
+            generated = None
+            if work.policy.working_memory:
+                generated = await self.generator.generate(
+                    work.prior,
+                    work.openai_messages,
+                    seqs=work.seqs,
+                    pins=[pin.line for pin in work.pins],
+                    pinned_seqs=frozenset(
+                        pin.message_seq for pin in work.pins if pin.message_seq is not None
+                    ),
+                )
             # Never raises: a failure to extract or embed is reported, the WM goes on.
             prepared = None
-            if self.memories is not None:
+            if self.memories is not None and work.policy.long_term_extraction:
                 prepared = await self.memories.prepare(work.numbered)
             stage = "write"
             async with self.database.tenant(claim.tenant_id) as db:
@@ -201,16 +223,18 @@ class ArchiveWorker:
             logger.exception("archive processing failed", extra=_ids(claim))
             return await self._retry_or_fail(claim, stage, f"{type(error).__name__}: {error}"[:500])
         ARCHIVES_FINISHED.labels("done").inc()
-        GENERATORS.labels(generated.generator).inc()
-        record_decisions(
-            (None if d.guard is None else d.guard.value, d.reason.value)
-            for d in generated.result.decisions
-        )
+        if generated is not None:
+            GENERATORS.labels(generated.generator).inc()
+            telemetry.annotate(**{"workmem.generator": generated.generator})
+            record_decisions(
+                (None if d.guard is None else d.guard.value, d.reason.value)
+                for d in generated.result.decisions
+            )
         logger.info(
             "archive done",
             extra={
                 **_ids(claim),
-                "generator": generated.generator,
+                "generator": None if generated is None else generated.generator,
                 "duration_ms": round((time.perf_counter() - started) * 1000, 1),
             },
         )
@@ -246,6 +270,20 @@ class ArchiveWorker:
             return
         if purged:
             logger.info("expired idempotency keys purged", extra={"purged": purged})
+
+    async def _retain_when_due(self) -> None:
+        """A retention pass (``app.lifecycle.retention_jobs``) when the last is
+        ``retention_every_s`` old, the first when the worker is first idle. A pass cut short is
+        tried again at the next."""
+        now = time.monotonic()
+        last = self._retained_at
+        if last is not None and now - last < self.config.retention_every_s:
+            return
+        self._retained_at = now
+        try:
+            await run_retention_pass(self.database, batch=self.config.retention_batch)
+        except (Unavailable, sa_exc.DBAPIError, OSError) as error:
+            logger.warning("retention pass cut short", extra={"error": type(error).__name__})
 
     async def _retry_or_fail(self, claim: Claim, stage: str, message: str) -> str:
         if claim.attempt >= self.config.max_attempts:

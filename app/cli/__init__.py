@@ -12,10 +12,12 @@ from app.cli import (  # noqa: F401 - each module registers its commands on ``cl
     database,
     debugging,
     importing,
+    lifecycle,
     mcp,
     memories,
     operators,
     replay,
+    retention,
     serving,
 )
 from app.cli.base import CliError, cli

@@ -98,6 +98,9 @@ class Assembly:
     """Tool results sent as a placeholder (``clear_tool_results``): (seq, tokens saved)."""
     kept_whole: int = 0
     """Tool results clearing kept whole among the unsummarised messages (fill goes on counting)."""
+    summary_layer: int = 0
+    """The room the sent summary was reduced to fit: the same working memory within the same
+    room is the same text (what the context ledger rebuilds it from)."""
 
     @property
     def total(self) -> int:
@@ -218,6 +221,7 @@ def assemble(
         if working_memory is None
         else summarise(working_memory, layer, counter, shown, first_terms)
     )
+    summary_layer = layer
     wm_tokens = summary.tokens if summary is not None else 0
     if summary is not None and summary.text is None and not hint_omitted:
         text, hint_tokens, hint_omitted = fitting(hint.without_summary)
@@ -226,11 +230,10 @@ def assemble(
         # the unsummarised messages.
         noted = f"{text} {CUT_NOTE}"
         noted_tokens = counter(noted)
-        shorter = summarise(
-            working_memory, layer - (noted_tokens - hint_tokens), counter, shown, first_terms
-        )
+        noted_layer = layer - (noted_tokens - hint_tokens)
+        shorter = summarise(working_memory, noted_layer, counter, shown, first_terms)
         if shorter.text is not None:
-            summary, wm_tokens = shorter, shorter.tokens
+            summary, wm_tokens, summary_layer = shorter, shorter.tokens, noted_layer
             text, hint_tokens = noted, noted_tokens
     head_tokens = hint_tokens + wm_tokens + pinned.tokens
     room = max(0, min(usable // RECALL_SHARE, usable - head_tokens - forced_tokens))
@@ -272,4 +275,5 @@ def assemble(
         pinned=pinned,
         cleared=tuple((seq, saved[seq]) for seq in included if seq in saved),
         kept_whole=kept_whole,
+        summary_layer=summary_layer,
     )

@@ -57,7 +57,12 @@ def placeholder(tool: str, tokens: int, seq: int, messages_path: str) -> str:
 
 
 def _tool_names(unit: Unit) -> dict[str, str]:
-    calls = unit.head.message.get("tool_calls")
+    return call_names(unit.head.message)
+
+
+def call_names(message: Mapping[str, Any]) -> dict[str, str]:
+    """The tool each call of an assistant message names, by call id (``a tool`` unnamed)."""
+    calls = message.get("tool_calls")
     names: dict[str, str] = {}
     for call in calls if isinstance(calls, list) else []:
         function = call.get("function") if isinstance(call, Mapping) else None

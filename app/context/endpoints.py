@@ -26,6 +26,7 @@ from app.context.schemas import CompactCommit, CompactRead, ContextRead
 from app.context.service import ContextService, RecallRequest
 from app.deps import DatabaseDep, SettingsDep
 from app.errors import InvalidInput
+from app.ledger.service import LedgerService
 from app.memories.dependencies import EmbedderDep
 from app.memories.service import RECALL_LIMIT, embed_query
 from app.tenancy.auth import Reader, Writer
@@ -105,6 +106,13 @@ async def context_clearing(
 
 
 ContextClearing = Annotated[Clearing | None, Depends(context_clearing)]
+Record = Annotated[
+    bool,
+    Query(
+        description="record what this context was made of in the context ledger (one row, no "
+        "copy of any text); the answer's context_id names it (see docs/context.md)"
+    ),
+]
 Fill = Annotated[
     bool,
     Query(
@@ -140,6 +148,7 @@ async def get_context(
     ] = None,
     fill: Fill = DEFAULT_FILL,
     clearing: ContextClearing = None,
+    record: Record = False,
 ) -> ContextRead:
     request = None
     if recall is not None:
@@ -153,7 +162,11 @@ async def get_context(
         context = await ContextService(db, principal).assemble(
             agent_session_id, budget, request, fill=fill, clearing=clearing
         )
-    return context_read(context)
+        context_id = None
+        if record:
+            row = await LedgerService(db, principal).record(context, source="context")
+            context_id = row.context_id
+    return context_read(context, context_id)
 
 
 @router.post("/{agent_session_id}/compact")
@@ -167,6 +180,7 @@ async def compact(
     wait_timeout_s: Annotated[float | None, Query(gt=0, le=600)] = None,
     fill: Fill = DEFAULT_FILL,
     clearing: ContextClearing = None,
+    record: Record = False,
 ) -> CompactRead:
     """Commit every live message (``keep_recent_count`` 0), wait for the working memory, then
     answer with the context. A wait that times out still answers: the archive's raw messages are
@@ -189,4 +203,8 @@ async def compact(
         context = await ContextService(db, principal).assemble(
             agent_session_id, budget, fill=fill, clearing=clearing
         )
-    return CompactRead(**dict(context_read(context)), commit=commit)
+        context_id = None
+        if record:
+            row = await LedgerService(db, principal).record(context, source="compact")
+            context_id = row.context_id
+    return CompactRead(**dict(context_read(context, context_id)), commit=commit)

@@ -3,6 +3,7 @@ the schemas stay leaves."""
 
 from __future__ import annotations
 
+import uuid
 from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 
@@ -35,8 +36,8 @@ def _in_context(archive: Archive, floor_seq: int, included: Sequence[int]) -> In
     return "raw" if count == archive.end_seq - archive.start_seq + 1 else "partial"
 
 
-def context_read(context: AssembledContext) -> ContextRead:
-    """What one context request decided, as its answer."""
+def context_read(context: AssembledContext, context_id: uuid.UUID | None = None) -> ContextRead:
+    """What one context request decided, as its answer (``context_id``: its ledger row)."""
     agent_session, budget, index = context.agent_session, context.budget, context.index
     result, window, working_memory = context.assembly, context.window, context.working_memory
     included = result.included_seqs
@@ -147,4 +148,5 @@ def context_read(context: AssembledContext) -> ContextRead:
                 tokens_saved=result.tokens_saved,
             ),
         ),
+        context_id=context_id,
     )

@@ -187,6 +187,11 @@ class ContextRead(BaseModel):
     archive_count: int
     tokens: ContextTokens
     stats: ContextStats
+    context_id: uuid.UUID | None = Field(
+        default=None,
+        description="the ledger row of this context when it was recorded (record=true): "
+        "GET /v1/sessions/{id}/contexts/{context_id}",
+    )
 
 
 class CompactCommit(BaseModel):

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app import telemetry
 from app.archives.service import ArchiveService
 from app.archives.working_memory import WorkingMemory
 from app.context.assembly import Assembly, Hint, Window, assemble
@@ -31,6 +32,7 @@ from app.context.share import displaced, displaced_terms, is_reduced
 from app.memories.records import SearchHit
 from app.memories.service import RECALL_LIMIT, MemoryQuery, MemoryService
 from app.models import AgentSession, Archive
+from app.pins.records import Pin
 from app.pins.service import pins_in_force
 from app.sessions.records import StoredMessage
 from app.sessions.service import AgentSessionService
@@ -56,6 +58,11 @@ class AssembledContext:
     recalled: int = 0
     """Memories the recall search returned (before the budget)."""
     clearing: Clearing | None = None
+    fill: bool = False
+    pins: tuple[Pin, ...] = ()
+    """The pins in force, oldest first (those sent are the first of them)."""
+    retracted: tuple[int, ...] = ()
+    """Retracted seqs within the ranges read for the context (left out of it), ascending."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +85,13 @@ class ContextService:
         self.memories = MemoryService(db, principal)
         self.counter = counter
 
+    @telemetry.traced(
+        "workmem.context",
+        lambda self, agent_session_id, budget, recall=None, **_: {
+            **telemetry.ids(self.principal.tenant_id, agent_session_id),
+            "workmem.recall": recall is not None,
+        },
+    )
     async def assemble(
         self,
         agent_session_id: uuid.UUID,
@@ -111,7 +125,8 @@ class ContextService:
         index = await self.archives.index(agent_session_id, limit=ARCHIVE_INDEX_LIMIT)
         floor_seq = working_memory.covered_end_seq if working_memory is not None else 0
         pins = await pins_in_force(self.db, self.principal.scope, agent_session_id)
-        window = await self._window(agent_session, floor_seq, budget.usable, clearing)
+        retracted: list[int] = []
+        window = await self._window(agent_session, floor_seq, budget.usable, clearing, retracted)
         summary_archive = (
             None
             if working_memory is None
@@ -162,6 +177,7 @@ class ContextService:
                 tokens=budget.usable if reduced else room,
                 need_user=False,
                 clearing=clearing,
+                retracted=retracted,
             )
 
             def filled(assembly: Assembly) -> Assembly:
@@ -189,10 +205,18 @@ class ContextService:
             recall,
             len(recalled),
             clearing,
+            fill,
+            tuple(pins),
+            tuple(sorted(retracted)),
         )
 
     async def _window(
-        self, agent_session: AgentSession, floor_seq: int, usable: int, clearing: Clearing | None
+        self,
+        agent_session: AgentSession,
+        floor_seq: int,
+        usable: int,
+        clearing: Clearing | None,
+        retracted: list[int],
     ) -> Window:
         """The newest messages after ``floor_seq``, read newest first, until they hold more tokens
         than the whole usable budget and include a user message (older ones cannot be sent)."""
@@ -203,6 +227,7 @@ class ContextService:
             tokens=usable,
             need_user=True,
             clearing=clearing,
+            retracted=retracted,
         )
         return Window(candidates, floor_seq, agent_session.last_seq)
 
@@ -215,10 +240,12 @@ class ContextService:
         tokens: int,
         need_user: bool,
         clearing: Clearing | None = None,
+        retracted: list[int] | None = None,
     ) -> list[StoredMessage]:
         """Messages ``floor_seq < seq <= upto``, oldest first, read newest first in growing
         ranges until they hold more than ``tokens`` (and a user message, if ``need_user``),
-        each counted at the least it may cost in the context (a tool result may be cleared)."""
+        each counted at the least it may cost in the context (a tool result may be cleared).
+        The seqs of the ranges read that were left out as retracted go to ``retracted``."""
         chunks: list[list[StoredMessage]] = []
         size = FIRST_READ_MESSAGES
         read = 0
@@ -235,6 +262,9 @@ class ContextService:
                 without_retracted=True,
             )
             chunks.append(chunk)
+            if retracted is not None and len(chunk) < upto - after:
+                present = {message.seq for message in chunk}
+                retracted += [seq for seq in range(after + 1, upto + 1) if seq not in present]
             read += sum(read_back_cost(message, clearing) for message in chunk)
             seen_user = seen_user or any(message.role == "user" for message in chunk)
             upto = after

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from typing import Annotated
 
 from fastapi import Depends, Header, Request
@@ -37,7 +38,18 @@ async def get_request_key(
         fingerprint(
             method=request.method, path=request.url.path, user_id=principal.user_id, body=body
         ),
+        _agent_session_of(request),
     )
+
+
+def _agent_session_of(request: Request) -> uuid.UUID | None:
+    named = request.path_params.get("agent_session_id")
+    if named is None:
+        return None
+    try:
+        return uuid.UUID(str(named))
+    except ValueError:
+        return None
 
 
 RequestKeyDep = Annotated[RequestKey | None, Depends(get_request_key)]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import uuid
 from dataclasses import dataclass
 from typing import Final
 
@@ -25,6 +26,9 @@ class RequestKey:
 
     key: str
     request_sha256: str
+    agent_session_id: uuid.UUID | None = None
+    """The agent session the write is about (from its path): its answer goes with it when the
+    agent session's user is erased."""
 
 
 def canonical_json(value: object) -> bytes:

@@ -48,12 +48,19 @@ class IdempotencyRepository:
     def _key(self, key: str) -> list[Any]:
         return [IdempotencyKey.tenant_id == self.tenant_id, IdempotencyKey.idempotency_key == key]
 
-    async def claim(self, key: str, request_sha256: str) -> bool:
+    async def claim(
+        self, key: str, request_sha256: str, agent_session_id: uuid.UUID | None = None
+    ) -> bool:
         """Take the key for this transaction's request; ``False`` when it was taken (the
         statement waits for a transaction still holding it to end)."""
         statement = (
             pg_insert(IdempotencyKey)
-            .values(tenant_id=self.tenant_id, idempotency_key=key, request_sha256=request_sha256)
+            .values(
+                tenant_id=self.tenant_id,
+                idempotency_key=key,
+                request_sha256=request_sha256,
+                agent_session_id=agent_session_id,
+            )
             .on_conflict_do_nothing(index_elements=["tenant_id", "idempotency_key"])
             .returning(IdempotencyKey.idempotency_key)
         )
@@ -79,8 +86,8 @@ class IdempotencyRepository:
 
 _SET_TENANT = "SELECT set_config('app.tenant_token', %(token)s, true)"
 _CLAIM = """
-INSERT INTO idempotency_keys (tenant_id, idempotency_key, request_sha256)
-VALUES (%(tenant_id)s, %(key)s, %(request_sha256)s)
+INSERT INTO idempotency_keys (tenant_id, idempotency_key, request_sha256, agent_session_id)
+VALUES (%(tenant_id)s, %(key)s, %(request_sha256)s, %(agent_session_id)s)
 ON CONFLICT DO NOTHING
 RETURNING 1
 """
@@ -98,7 +105,11 @@ DELETE FROM idempotency_keys WHERE tenant_id = %(tenant_id)s AND idempotency_key
 
 
 async def start_claim(
-    connection: psycopg.AsyncConnection[Any], tenant_id: uuid.UUID, key: str, request_sha256: str
+    connection: psycopg.AsyncConnection[Any],
+    tenant_id: uuid.UUID,
+    key: str,
+    request_sha256: str,
+    agent_session_id: uuid.UUID | None = None,
 ) -> tuple[psycopg.AsyncCursor[Any], psycopg.AsyncCursor[Any]]:
     """Send the claim and the read of the key's row (in pipeline mode, with other statements);
     ``finish_claim`` reads what they found."""
@@ -107,6 +118,7 @@ async def start_claim(
         "token": token_for(tenant_id),
         "key": key,
         "request_sha256": request_sha256,
+        "agent_session_id": None if agent_session_id is None else str(agent_session_id),
     }
     await connection.execute(_SET_TENANT, values)
     claimed = await connection.execute(_CLAIM, values)

@@ -68,7 +68,7 @@ class IdempotencyService:
     async def claim(self, request: RequestKey) -> StoredKey | None:
         """``None`` when this transaction now holds the key; else the key's row (its first
         request's, checked to be this request)."""
-        if await self.keys.claim(request.key, request.request_sha256):
+        if await self.keys.claim(request.key, request.request_sha256, request.agent_session_id):
             return None
         stored = await self.keys.get(request.key)
         if stored is None:  # its holder rolled back between the two statements: claim again
@@ -89,7 +89,9 @@ ClaimCursors = tuple[psycopg.AsyncCursor[Any], psycopg.AsyncCursor[Any]]
 async def start_claim(
     connection: psycopg.AsyncConnection[Any], tenant_id: uuid.UUID, request: RequestKey
 ) -> ClaimCursors:
-    return await repository.start_claim(connection, tenant_id, request.key, request.request_sha256)
+    return await repository.start_claim(
+        connection, tenant_id, request.key, request.request_sha256, request.agent_session_id
+    )
 
 
 async def finish_claim(cursors: ClaimCursors, request: RequestKey) -> tuple[bool, Answer | None]:

@@ -1,1 +1,1 @@
-"""The data lifecycle: redacting a message everywhere it is stored or indexed."""
+"""The data lifecycle: redacting a message, erasing a user with a signed receipt."""

@@ -3,7 +3,8 @@
 Owns applying prepared candidates in order: for each, the stored memories that bear on it are
 read, ``changes.decide`` says ADD, UPDATE or SUPERSEDE, the rows change and every change is a
 ``memory_events`` row naming the archive and message seqs it came from; together they are one
-``memory.changed`` webhook event in the outbox. Writes of one user are
+``memory.changed`` webhook event in the outbox. A memory of a category the tenant's retention
+policy gives a lifetime expires that many days after it was last stated. Writes of one user are
 serialised by a transaction-level advisory lock. Never embeds or calls a model (``extraction``
 did, with no transaction open) and never commits (the archive job owns the transaction).
 """
@@ -17,8 +18,10 @@ from typing import Any
 from sqlalchemy import func
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.lifecycle.retention_service import memory_lifetimes
 from app.memories.changes import SLOTTED_CATEGORIES, decide
 from app.memories.extraction import Prepared
+from app.memories.policy import EVERYTHING, EffectivePolicy
 from app.memories.records import Candidate, EventKind, MemoryReport, Source
 from app.memories.repository import MemoryRepository
 from app.memories.store import MemoryStore
@@ -32,19 +35,31 @@ class MemoryJobService:
     """What phase 2 writes for long-term memory, under the claimed archive's tenant."""
 
     def __init__(self, db: AsyncSession, tenant_id: uuid.UUID) -> None:
+        self.db = db
+        self.tenant_id = tenant_id
         self.store = MemoryStore(db, Scope(tenant_id))
         self.memories = MemoryRepository(db, Scope(tenant_id))
         self.outbox = WebhookOutbox(db, tenant_id)
 
-    async def apply(self, prepared: Prepared, source: Source) -> MemoryReport:
-        """Store ``prepared``'s candidates for ``source``; the report says what happened."""
+    async def apply(
+        self, prepared: Prepared, source: Source, policy: EffectivePolicy = EVERYTHING
+    ) -> MemoryReport:
+        """Store ``prepared``'s candidates of the categories ``policy`` allows for ``source``;
+        the report says what happened (candidates of other categories are counted as skipped,
+        reason ``not_allowed``)."""
         if prepared.failed is not None or not prepared.extraction.candidates:
             return prepared.report()
+        pairs = list(zip(prepared.extraction.candidates, prepared.vectors, strict=True))
+        allowed = [(c, v) for c, v in pairs if policy.allows(c.category)]
+        not_allowed = len(pairs) - len(allowed)
+        if not allowed:
+            return prepared.report(not_allowed=not_allowed)
         await self.store.lock_user(source.user_id)
+        lifetimes = await memory_lifetimes(self.db, self.tenant_id)
         counts = {EventKind.ADD: 0, EventKind.UPDATE: 0, EventKind.SUPERSEDE: 0}
         actor = f"extractor:{prepared.extraction.extractor}"
         events: list[dict[str, Any]] = []
-        for candidate, vector in zip(prepared.extraction.candidates, prepared.vectors, strict=True):
+        for candidate, vector in allowed:
             model = prepared.embedding_model
             category = candidate.category.value
             nearest = await self.store.nearest(source.user_id, category, vector, model)
@@ -60,6 +75,10 @@ class MemoryJobService:
                 duplicate_similarity=prepared.duplicate_similarity,
             )
             values = _values(candidate, source, vector, model)
+            days = lifetimes.get(category)
+            if days is not None:
+                # A fact stated again lives from its newest statement.
+                values["expires_at"] = func.now() + func.make_interval(0, 0, 0, days)
             event = {
                 "user_id": source.user_id,
                 "event": change.kind.value,
@@ -122,6 +141,7 @@ class MemoryJobService:
             added=counts[EventKind.ADD],
             updated=counts[EventKind.UPDATE],
             superseded=counts[EventKind.SUPERSEDE],
+            not_allowed=not_allowed,
         )
 
     async def count_stale(self, model: str) -> int:

@@ -12,7 +12,7 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import case, func, insert, select, update
+from sqlalchemy import case, func, insert, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.memories.changes import Existing
@@ -38,6 +38,8 @@ class MemoryStore:
             user_is(Memory.user_id, user_id),
             Memory.category == category,
             Memory.superseded_by.is_(None),
+            # An expired memory is gone for the user: a new statement of it is a new memory.
+            or_(Memory.expires_at.is_(None), Memory.expires_at > func.now()),
         ]
 
     async def nearest(

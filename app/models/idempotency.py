@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import uuid
 
-from sqlalchemy import ForeignKey, Index, LargeBinary, SmallInteger, String, Text
+from sqlalchemy import ForeignKey, Index, LargeBinary, SmallInteger, String, Text, text
 from sqlalchemy.dialects.postgresql import UUID
 from sqlalchemy.orm import Mapped, mapped_column
 
@@ -18,7 +18,15 @@ from app.models.types import CreatedAt
 
 class IdempotencyKey(Base):
     __tablename__ = "idempotency_keys"
-    __table_args__ = (Index("ix_idempotency_keys_created_at", "created_at"),)
+    __table_args__ = (
+        Index("ix_idempotency_keys_created_at", "created_at"),
+        Index(
+            "ix_idempotency_keys_tenant_id_agent_session_id",
+            "tenant_id",
+            "agent_session_id",
+            postgresql_where=text("agent_session_id IS NOT NULL"),
+        ),
+    )
 
     tenant_id: Mapped[uuid.UUID] = mapped_column(
         UUID(as_uuid=True),
@@ -29,4 +37,6 @@ class IdempotencyKey(Base):
     request_sha256: Mapped[str] = mapped_column(String(64))
     status_code: Mapped[int | None] = mapped_column(SmallInteger)
     response_body: Mapped[bytes | None] = mapped_column(LargeBinary)
+    agent_session_id: Mapped[uuid.UUID | None] = mapped_column(UUID(as_uuid=True))
+    """The agent session the write was about (erasing its user removes the answer)."""
     created_at: Mapped[CreatedAt]

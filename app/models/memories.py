@@ -59,6 +59,12 @@ class Memory(Base):
             postgresql_ops={"embedding": "vector_cosine_ops"},
         ),
         Index("ix_memories_content_tsv", "content_tsv", postgresql_using="gin"),
+        Index(
+            "ix_memories_tenant_id_expires_at",
+            "tenant_id",
+            "expires_at",
+            postgresql_where=text("expires_at IS NOT NULL"),
+        ),
     )
 
     tenant_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True)
@@ -83,6 +89,8 @@ class Memory(Base):
     superseded_by: Mapped[uuid.UUID | None] = mapped_column(UUID(as_uuid=True))
     created_at: Mapped[CreatedAt]
     updated_at: Mapped[CreatedAt]
+    expires_at: Mapped[datetime | None]
+    """From then on the memory is hidden; the worker then deletes it (NULL: never)."""
     content_tsv: Mapped[Any] = mapped_column(
         TSVECTOR, Computed("to_tsvector('english'::regconfig, content)", persisted=True)
     )
@@ -120,3 +128,18 @@ class MemoryEvent(Base):
     actor: Mapped[str] = mapped_column(Text)
     details: Mapped[dict[str, Any]] = mapped_column(server_default=text("'{}'::jsonb"))
     created_at: Mapped[datetime] = mapped_column(server_default=text("now()"))
+
+
+class UserMemoryPolicy(Base):
+    """A tenant admin's default memory policy for one user's agent sessions."""
+
+    __tablename__ = "user_memory_policies"
+
+    tenant_id: Mapped[uuid.UUID] = mapped_column(
+        UUID(as_uuid=True), ForeignKey("tenants.tenant_id", ondelete="CASCADE"), primary_key=True
+    )
+    user_id: Mapped[str] = mapped_column(Text, primary_key=True)
+    policy: Mapped[dict[str, Any]]
+    updated_by: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True))
+    """The API key that last set it."""
+    updated_at: Mapped[CreatedAt]

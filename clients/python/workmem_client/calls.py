@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping, Sequence
+from datetime import date
 from typing import Any, Literal
+from urllib.parse import quote
 
 from workmem_client.call import Call, body, keyed, nothing, query, reads
 from workmem_client.models import (
@@ -24,15 +26,20 @@ from workmem_client.models import (
     CommitRead,
     CompactRead,
     ContextRead,
+    ContextRecordPage,
+    ContextRecordRead,
     DeliveryPage,
     EventType,
     HistorySearchRead,
     MemorySearchRead,
     MessagePage,
+    ModelUsageReport,
     PinList,
     PinRead,
+    RetentionPolicyRead,
     RetractionRead,
     SectionHistoryPage,
+    UserMemoryPolicyRead,
     WebhookCreated,
     WebhookPage,
     WorkingMemoryRead,
@@ -56,16 +63,43 @@ def create_session(
     agent_id: str | None = None,
     metadata: Mapping[str, Any] | None = None,
     keep_recent_count: int | None = None,
+    memory_policy: Mapping[str, Any] | None = None,
 ) -> Call[AgentSessionRead]:
-    """Create an agent session (``external_id`` is unique in the tenant: 409 when taken)."""
+    """Create an agent session (``external_id`` is unique in the tenant: 409 when taken);
+    ``memory_policy``: ``working_memory``, ``long_term_extraction``, ``memory_types``."""
     payload = body(
         external_id=external_id,
         user_id=user_id,
         agent_id=agent_id,
         metadata=None if metadata is None else dict(metadata),
         keep_recent_count=keep_recent_count,
+        memory_policy=None if memory_policy is None else dict(memory_policy),
     )
     return Call("POST", "/v1/sessions", reads(AgentSessionRead), body=payload)
+
+
+def set_memory_policy(
+    agent_session_id: Id, memory_policy: Mapping[str, Any] | None
+) -> Call[AgentSessionRead]:
+    """Replace the agent session's own memory policy (``None`` removes it)."""
+    payload = {"memory_policy": None if memory_policy is None else dict(memory_policy)}
+    return Call("PATCH", _session(agent_session_id), reads(AgentSessionRead), body=payload)
+
+
+def user_memory_policy(user_id: str) -> Call[UserMemoryPolicyRead]:
+    """A user's default memory policy (tenant admin keys; 404 while none is set)."""
+    return Call("GET", _user_policy(user_id), reads(UserMemoryPolicyRead))
+
+
+def set_user_memory_policy(
+    user_id: str, memory_policy: Mapping[str, Any]
+) -> Call[UserMemoryPolicyRead]:
+    """Replace a user's default memory policy (tenant admin keys)."""
+    return Call("PUT", _user_policy(user_id), reads(UserMemoryPolicyRead), body=dict(memory_policy))
+
+
+def _user_policy(user_id: str) -> str:
+    return f"/v1/users/{quote(user_id, safe='')}/memory-policy"
 
 
 def get_session(agent_session_id: Id) -> Call[AgentSessionRead]:
@@ -91,6 +125,20 @@ def list_sessions(
 def delete_session(agent_session_id: Id) -> Call[None]:
     """Erase the agent session: its messages, archives, section history and memories."""
     return Call("DELETE", _session(agent_session_id), nothing)
+
+
+def fork(
+    agent_session_id: Id, *, at_archive: int | None = None, at_seq: int | None = None
+) -> Call[AgentSessionRead]:
+    """A new agent session sharing this one's history up to the end of archive ``at_archive``
+    (or message ``at_seq``; give exactly one), with that archive's working memory; it then lives
+    its own life (``lineage`` names the fork point)."""
+    return Call(
+        "POST",
+        f"{_session(agent_session_id)}:fork",
+        reads(AgentSessionRead),
+        body=body(at_archive=at_archive, at_seq=at_seq),
+    )
 
 
 # --- messages ----------------------------------------------------------------------------------
@@ -212,16 +260,45 @@ def archive(
     )
 
 
-def retry_archive(agent_session_id: Id, archive_seq: int) -> Call[ArchiveRead]:
-    """Re-queue a failed archive."""
+def retry_archive(
+    agent_session_id: Id, archive_seq: int, *, reason: str | None = None
+) -> Call[ArchiveRead]:
+    """Re-queue a failed archive (recorded with the key and ``reason`` in its ``actions``)."""
     return Call(
-        "POST", f"{_session(agent_session_id)}/archives/{archive_seq}:retry", reads(ArchiveRead)
+        "POST",
+        f"{_session(agent_session_id)}/archives/{archive_seq}:retry",
+        reads(ArchiveRead),
+        body=body(reason=reason),
+    )
+
+
+def clear_archive(
+    agent_session_id: Id, archive_seq: int, *, reason: str | None = None
+) -> Call[ArchiveRead]:
+    """Set a failed archive aside for good: it never runs again and the next archive covers its
+    messages (recorded with the key and ``reason`` in its ``actions``)."""
+    return Call(
+        "POST",
+        f"{_session(agent_session_id)}/archives/{archive_seq}:clear",
+        reads(ArchiveRead),
+        body=body(reason=reason),
     )
 
 
 def working_memory(agent_session_id: Id) -> Call[WorkingMemoryRead]:
     """The current working memory (the empty document, ``archive_seq`` 0, before any)."""
     return Call("GET", f"{_session(agent_session_id)}/working-memory", reads(WorkingMemoryRead))
+
+
+def restore_working_memory(agent_session_id: Id, archive_seq: int) -> Call[WorkingMemoryRead]:
+    """Make the working memory of done archive ``archive_seq`` current again, as a new version
+    (generator ``restore``); the next commit updates from it."""
+    return Call(
+        "POST",
+        f"{_session(agent_session_id)}/working-memory:restore",
+        reads(WorkingMemoryRead),
+        body={"archive_seq": archive_seq},
+    )
 
 
 def working_memory_history(
@@ -263,10 +340,12 @@ def context(
     recall_limit: int | None = None,
     recall_min_score: float | None = None,
     fill: bool | None = None,
+    record: bool | None = None,
 ) -> Call[ContextRead]:
     """What to send the model next: ``messages`` (summary, then raw messages) and the
     ``system_prompt_addition``, within ``token_budget`` (``fill``: the room left goes to the
-    newest messages the summary covers)."""
+    newest messages the summary covers; ``record``: keep what it was made of in the context
+    ledger, named by the answer's ``context_id``)."""
     params = query(
         token_budget=token_budget,
         reserve_tokens=reserve_tokens,
@@ -274,6 +353,7 @@ def context(
         recall=recall,
         recall_limit=recall_limit,
         recall_min_score=recall_min_score,
+        record=record,
     )
     return Call("GET", f"{_session(agent_session_id)}/context", reads(ContextRead), params=params)
 
@@ -285,6 +365,7 @@ def compact(
     reserve_tokens: int | None = None,
     wait_timeout_s: float | None = None,
     fill: bool | None = None,
+    record: bool | None = None,
 ) -> Call[CompactRead]:
     """Commit every live message, wait for the working memory, then the context."""
     params = query(
@@ -292,8 +373,34 @@ def compact(
         reserve_tokens=reserve_tokens,
         wait_timeout_s=wait_timeout_s,
         fill=fill,
+        record=record,
     )
     return Call("POST", f"{_session(agent_session_id)}/compact", reads(CompactRead), params=params)
+
+
+def contexts(
+    agent_session_id: Id, *, cursor: str | None = None, limit: int | None = None
+) -> Call[ContextRecordPage]:
+    """The agent session's recorded contexts, newest first (``next_cursor`` pages on)."""
+    return Call(
+        "GET",
+        f"{_session(agent_session_id)}/contexts",
+        reads(ContextRecordPage),
+        params=query(cursor=cursor, limit=limit),
+    )
+
+
+def recorded_context(
+    agent_session_id: Id, context_id: Id, *, render: bool | None = None
+) -> Call[ContextRecordRead]:
+    """One recorded context: what it was made of (``render``: its messages rebuilt from the
+    rows it names, with whether they hash as recorded and what was since erased or redacted)."""
+    return Call(
+        "GET",
+        f"{_session(agent_session_id)}/contexts/{context_id}",
+        reads(ContextRecordRead),
+        params=query(render=render),
+    )
 
 
 # --- long-term memory, history search, pins ----------------------------------------------------
@@ -392,4 +499,45 @@ def webhook_deliveries(
         f"/v1/webhooks/{webhook_id}/deliveries",
         reads(DeliveryPage),
         params=query(cursor=cursor, limit=limit),
+    )
+
+
+def retention() -> Call[RetentionPolicyRead]:
+    """The tenant's retention policy (an admin key bound to no user); every limit ``None``
+    (keep everything) until one is set."""
+    return Call("GET", "/v1/tenant/retention", reads(RetentionPolicyRead))
+
+
+def set_retention(
+    *,
+    archive_messages_days: int | None = None,
+    idle_session_days: int | None = None,
+    memory_days: Mapping[CategoryName, int] | None = None,
+) -> Call[RetentionPolicyRead]:
+    """Replace the tenant's retention policy: a limit left ``None`` is off. Raw messages of
+    archives older than ``archive_messages_days`` are purged (the archive and the working memory
+    stay); agent sessions idle for ``idle_session_days`` are deleted; a new memory of a category
+    in ``memory_days`` expires that many days after it was last stated."""
+    payload = body(
+        archive_messages_days=archive_messages_days,
+        idle_session_days=idle_session_days,
+        memory_days=dict(memory_days or {}),
+    )
+    return Call("PUT", "/v1/tenant/retention", reads(RetentionPolicyRead), body=payload)
+
+
+# --- what the models cost (admin keys) ---------------------------------------------------------
+
+
+def model_usage(
+    *, since: date | str | None = None, until: date | str | None = None
+) -> Call[ModelUsageReport]:
+    """The tenant's model calls and tokens by UTC day and model, from ``since`` to ``until``
+    (both days included; the server's defaults: the 30 days up to today)."""
+    days = {"from": since, "to": until}
+    return Call(
+        "GET",
+        "/v1/usage/models",
+        reads(ModelUsageReport),
+        params={name: str(day) for name, day in days.items() if day is not None},
     )

@@ -25,6 +25,32 @@ class ArchiveBrief(BaseModel):
     status: str
 
 
+class LineageRead(BaseModel):
+    """Where a fork left its parent: it shares the parent's history up to there."""
+
+    parent_session_id: uuid.UUID
+    archive_seq: int = Field(
+        description="the fork's working memory was the parent's version of this archive (0: none); its own archives are numbered after it"
+    )
+    seq: int = Field(description="the parent's last message in the fork's history")
+
+
+class MemoryPolicyFields(BaseModel):
+    """A memory policy: which memory the archives of an agent session may produce. A field left out (or null) is not set here and falls to the next layer: the agent session's own policy, then its user's, then everything on."""
+
+    working_memory: bool | None = Field(
+        default=None, description="make the working memory at each archive"
+    )
+    long_term_extraction: bool | None = Field(
+        default=None, description="extract long-term memories at each archive"
+    )
+    memory_types: list[Literal["profile", "preference", "entity", "event", "lesson"]] | None = (
+        Field(
+            default=None, description="the only categories of long-term memory stored (not empty)"
+        )
+    )
+
+
 class AgentSessionRead(BaseModel):
     id: uuid.UUID
     external_id: str | None
@@ -32,12 +58,18 @@ class AgentSessionRead(BaseModel):
     agent_id: str | None
     metadata: dict[str, Any]
     keep_recent_count: int
+    memory_policy: MemoryPolicyFields | None = Field(
+        description="the agent session's own memory policy; null when it sets none"
+    )
     message_count: int
     live_message_count: int
     pending_tokens: int
     total_tokens: int
     archive_count: int
     newest_archive: ArchiveBrief | None
+    lineage: LineageRead | None = Field(
+        default=None, description="for a fork: its parent and the fork point; null otherwise"
+    )
     created_at: datetime
     updated_at: datetime
 
@@ -69,6 +101,16 @@ class AppendResult(BaseModel):
     message: MessageRead
     pending_tokens: int
     live_message_count: int
+
+
+class ArchiveActionRead(BaseModel):
+    action: Literal["retry", "clear"]
+    actor: Literal["api_key", "operator"] = Field(
+        description="an API key, or the operator from the command line"
+    )
+    api_key_id: uuid.UUID | None = Field(description="the key that asked; null for the operator")
+    reason: str | None
+    created_at: datetime
 
 
 class ArchiveStatus(StrEnum):
@@ -176,13 +218,28 @@ class ArchiveExpanded(BaseModel):
     memories: MemoryReportRead | None = Field(
         description="what long-term memory extraction did; null before the archive is done, or when extraction is off"
     )
+    messages_purged_at: datetime | None = Field(
+        default=None,
+        description="when the tenant's retention policy purged the archive's raw messages (its working memory and overview stay); null while they are kept",
+    )
+    messages_purged_count: int | None = Field(
+        default=None, description="how many raw messages that purge deleted"
+    )
     overview: str | None
     legacy_overview: str | None
     decisions: list[DecisionRead]
     messages: list[MessageRead]
+    messages_note: str | None = Field(
+        default=None,
+        description="why ``messages`` is empty when the raw messages were purged by retention; null while they are kept",
+    )
     next_after_seq: int | None
     produced_memories: list[ProducedMemoryRead] = Field(
         description="the long-term memory changes this archive made (provenance: memories → archive via their events, archive → memories here)"
+    )
+    actions: list[ArchiveActionRead] | None = Field(
+        default=None,
+        description="every retry and clear of this archive, oldest first: who, when and why",
     )
 
 
@@ -216,6 +273,13 @@ class ArchiveRead(BaseModel):
     finished_at: datetime | None
     memories: MemoryReportRead | None = Field(
         description="what long-term memory extraction did; null before the archive is done, or when extraction is off"
+    )
+    messages_purged_at: datetime | None = Field(
+        default=None,
+        description="when the tenant's retention policy purged the archive's raw messages (its working memory and overview stay); null while they are kept",
+    )
+    messages_purged_count: int | None = Field(
+        default=None, description="how many raw messages that purge deleted"
     )
 
 
@@ -426,6 +490,10 @@ class CompactRead(BaseModel):
     archive_count: int
     tokens: ContextTokens
     stats: ContextStats
+    context_id: uuid.UUID | None = Field(
+        default=None,
+        description="the ledger row of this context when it was recorded (record=true): GET /v1/sessions/{id}/contexts/{context_id}",
+    )
     commit: CompactCommit
 
 
@@ -441,6 +509,90 @@ class ContextRead(BaseModel):
     archive_count: int
     tokens: ContextTokens
     stats: ContextStats
+    context_id: uuid.UUID | None = Field(
+        default=None,
+        description="the ledger row of this context when it was recorded (record=true): GET /v1/sessions/{id}/contexts/{context_id}",
+    )
+
+
+class RecordedMemory(BaseModel):
+    memory_id: uuid.UUID
+    score: float
+    content_sha256: str = Field(description="the content as it was sent (memories are restated)")
+    updated_at: datetime = Field(description="when it had last been stated, as it was sent")
+
+
+class RecordedPins(BaseModel):
+    pin_ids: list[uuid.UUID] = Field(description="the pins in force, oldest first")
+    sent: int = Field(description="how many of them (the first) were sent")
+
+
+class RecordedRun(BaseModel):
+    start_seq: int | None
+    end_seq: int | None
+    ranges: list[list[int]] = Field(description="the seqs sent, as inclusive [start, end] runs")
+
+
+class SectionVersionRef(BaseModel):
+    section: str | None = Field(description="null for a legacy free-text working memory")
+    archive_seq: int
+    content_sha256: str
+
+
+class RecordedSummary(BaseModel):
+    archive_seq: int = Field(description="the done archive whose working memory was the summary")
+    covered_end_seq: int
+    layer: int = Field(description="the room the summary was reduced to fit")
+    sections: list[SectionVersionRef] = Field(description="each section version it was made of")
+
+
+class Unavailable(BaseModel):
+    part: Literal["summary", "memory", "pin", "message"]
+    id: str = Field(description="the section name, memory id, pin id or message seq")
+    reason: Literal["erased", "redacted", "changed"]
+
+
+class RenderedContext(BaseModel):
+    messages: list[dict[str, Any]]
+    system_prompt_addition: str
+    messages_sha256: str
+    matches: bool = Field(description="the rebuilt messages hash to the recorded sha256")
+    system_prompt_addition_matches: bool
+    unavailable: list[Unavailable] = Field(
+        description="what the context used that was since erased, redacted or changed"
+    )
+
+
+class ContextRecordRead(BaseModel):
+    context_id: uuid.UUID
+    agent_session_id: uuid.UUID
+    source: Literal["context", "compact", "openviking"]
+    recorded_by: uuid.UUID = Field(description="the API key that asked for the context")
+    created_at: datetime
+    summary: RecordedSummary | None
+    pins: RecordedPins
+    memories: list[RecordedMemory] = Field(description="the recalled memories sent, in order")
+    tail: RecordedRun = Field(description="the messages the summary did not cover that were sent")
+    filled: RecordedRun = Field(description="the covered messages fill sent")
+    cleared_seqs: list[int]
+    retracted_seqs: list[int] = Field(description="retracted messages left out")
+    redacted_seqs: list[int] = Field(description="messages sent already redacted")
+    options: dict[str, Any]
+    tokens: dict[str, Any]
+    hint: dict[str, Any] = Field(description="how system_prompt_addition was written")
+    parts_sha256: dict[str, str | None]
+    message_count: int
+    messages_sha256: str = Field(
+        description="sha256 of the messages as UTF-8 JSON, keys sorted, no spaces"
+    )
+    render: RenderedContext | None = Field(
+        default=None, description="the messages rebuilt from the rows named (render=true)"
+    )
+
+
+class ContextRecordPage(BaseModel):
+    items: list[ContextRecordRead] = Field(description="newest first")
+    next_cursor: str | None
 
 
 class DeliveryAttemptRead(BaseModel):
@@ -525,6 +677,32 @@ class MessagePage(BaseModel):
     )
 
 
+class ModelUsageDay(BaseModel):
+    day: str = Field(description="the UTC day")
+    model: str
+    calls: int = Field(description="calls made or refused, whatever their outcome")
+    errors: int = Field(description="calls that failed")
+    refused: int = Field(description="calls not made because the model's circuit was open")
+    input_tokens: int = Field(description="tokens in, as the provider reported them")
+    output_tokens: int = Field(description="tokens out, as the provider reported them")
+    mean_latency_ms: int
+
+
+class ModelUsageTotals(BaseModel):
+    calls: int
+    errors: int
+    refused: int
+    input_tokens: int
+    output_tokens: int
+
+
+class ModelUsageReport(BaseModel):
+    from_: str = Field(description="the first UTC day counted", alias="from")
+    to: str = Field(description="the last UTC day counted")
+    items: list[ModelUsageDay] = Field(description="one per day and model with calls, by day")
+    totals: ModelUsageTotals
+
+
 class PinRead(BaseModel):
     pin_id: uuid.UUID
     text: str
@@ -541,6 +719,16 @@ class PinList(BaseModel):
     items: list[PinRead] = Field(description="oldest first")
     tokens: int = Field(description="tokens of the pins now in force")
     max_tokens: int = Field(description="the most the agent session's pins may hold in all")
+
+
+class RetentionPolicyRead(BaseModel):
+    archive_messages_days: int | None
+    idle_session_days: int | None
+    memory_days: dict[str, int]
+    updated_at: datetime | None = Field(description="null while the tenant never set a policy")
+    updated_by: uuid.UUID | None = Field(
+        description="the API key that set it; null when the operator's command did"
+    )
 
 
 class RetractionRead(BaseModel):
@@ -582,6 +770,13 @@ class SectionHistoryPage(BaseModel):
     )
 
 
+class UserMemoryPolicyRead(BaseModel):
+    user_id: str
+    memory_policy: MemoryPolicyFields
+    updated_by: uuid.UUID = Field(description="the API key that last set it")
+    updated_at: datetime
+
+
 class WebhookCreated(BaseModel):
     id: uuid.UUID
     url: str
@@ -609,6 +804,7 @@ __all__ = [
     "AgentSessionPage",
     "AgentSessionRead",
     "AppendResult",
+    "ArchiveActionRead",
     "ArchiveBrief",
     "ArchiveExpanded",
     "ArchiveIndexEntry",
@@ -622,6 +818,8 @@ __all__ = [
     "CompactCommit",
     "CompactRead",
     "ContextRead",
+    "ContextRecordPage",
+    "ContextRecordRead",
     "ContextStats",
     "ContextTokens",
     "ContextWorkingMemory",
@@ -634,14 +832,19 @@ __all__ = [
     "HistoryHitRead",
     "HistorySearchRead",
     "ItemSourceRead",
+    "LineageRead",
     "MemoryFailureRead",
     "MemoryHitRead",
+    "MemoryPolicyFields",
     "MemoryRead",
     "MemoryReportRead",
     "MemorySearchRead",
     "MemoryUsageRead",
     "MessagePage",
     "MessageRead",
+    "ModelUsageDay",
+    "ModelUsageReport",
+    "ModelUsageTotals",
     "PinList",
     "PinRead",
     "PinStats",
@@ -649,10 +852,19 @@ __all__ = [
     "ProducedMemoryRead",
     "RecallStats",
     "RecalledMemory",
+    "RecordedMemory",
+    "RecordedPins",
+    "RecordedRun",
+    "RecordedSummary",
+    "RenderedContext",
+    "RetentionPolicyRead",
     "RetractionRead",
     "SectionHistoryPage",
     "SectionVersionRead",
+    "SectionVersionRef",
     "SeqRange",
+    "Unavailable",
+    "UserMemoryPolicyRead",
     "WebhookCreated",
     "WebhookPage",
     "WebhookRead",

@@ -1,0 +1,389 @@
+"""Erasing a user: their text and ids leave every table of the tenant (scanned as the schema
+owner, every column of every table the catalogue lists), other users and tenants keep every
+row, a content-free tombstone stays, and the signed receipt verifies (and fails once changed)."""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+import pytest
+
+from app.db import Database
+from app.lifecycle import receipts
+from app.lifecycle.erasure import ErasureService
+from tests.conftest import TenantKeys, make_tenant
+from tests.support.scan import rows_holding, tenant_row_counts
+
+WEBHOOK = {"url": "https://93.184.216.34/hooks", "events": ["archive.done", "memory.changed"]}
+
+
+@dataclass
+class Person:
+    """A user whose marker and id were spread through every feature."""
+
+    user_id: str
+    marker: str
+    agent_session_ids: list[str] = field(default_factory=list)
+    memory_ids: list[str] = field(default_factory=list)
+    key: str = ""
+
+    def needles(self) -> list[str]:
+        return [self.marker, self.user_id, *self.agent_session_ids, *self.memory_ids]
+
+
+def messages_of(marker: str) -> list[dict[str, Any]]:
+    return [
+        {"role": "user", "content": f"Please fix app/{marker}/invoice.py, totals are wrong."},
+        {"role": "assistant", "content": f"Looking at app/{marker}/invoice.py now."},
+        {"role": "user", "content": f"I prefer {marker} tea; my password={marker}-secret."},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": f"call_{marker[-6:]}",
+                    "type": "function",
+                    "function": {"name": "read_notes", "arguments": f'{{"q": "{marker}"}}'},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": f"call_{marker[-6:]}", "content": f"notes: {marker}"},
+        {"role": "assistant", "content": f"Noted, {marker} tea it is."},
+    ]
+
+
+async def ok(response: httpx.Response, status: int = 200) -> Any:
+    assert response.status_code == status, (response.request.url, response.text)
+    return response.json() if response.content else None
+
+
+async def spread(client: httpx.AsyncClient, keys: TenantKeys, person: Person) -> None:
+    """Agent sessions (named, with metadata), messages with tool calls and results, appended
+    and created under idempotency keys, two commits (archives, working memory, memories,
+    webhook deliveries), pins, a retraction, a redaction, a recorded context, and a key bound to
+    the user."""
+    admin = keys.headers(keys.admin)
+    issued = await ok(
+        await client.post(
+            "/v1/keys",
+            json={"role": "writer", "user_id": person.user_id, "name": f"key {person.marker}"},
+            headers=admin,
+        ),
+        201,
+    )
+    person.key = issued["key"]
+    for number in (1, 2):
+        write = {**keys.write, "Idempotency-Key": f"create-{person.marker}-{number}"}
+        created = await ok(
+            await client.post(
+                "/v1/sessions",
+                json={
+                    "external_id": f"{person.marker}-{number}",
+                    "user_id": person.user_id,
+                    "metadata": {"about": person.marker},
+                },
+                headers=write,
+            ),
+            201,
+        )
+        sid = created["id"]
+        person.agent_session_ids.append(sid)
+        await ok(
+            await client.post(
+                f"/v1/sessions/{sid}/messages:batch",
+                json={"messages": messages_of(person.marker)},
+                headers={**keys.write, "Idempotency-Key": f"append-{person.marker}-{number}"},
+            ),
+            201,
+        )
+        await ok(
+            await client.post(
+                f"/v1/sessions/{sid}/pins", json={"message_seq": 3}, headers=keys.write
+            ),
+            201,
+        )
+        await ok(
+            await client.post(
+                f"/v1/sessions/{sid}/pins",
+                json={"text": f"remember {person.marker}"},
+                headers=keys.write,
+            ),
+            201,
+        )
+        done = await ok(
+            await client.post(
+                f"/v1/sessions/{sid}/commit",
+                json={"keep_recent_count": 0, "wait": True},
+                headers=keys.write,
+            )
+        )
+        assert done["status"] == "done", done
+        later = [
+            {"role": "user", "content": f"Also, {person.marker} is my cat's name."},
+            {"role": "user", "content": f"Scratch that about {person.marker}."},
+            {"role": "assistant", "content": f"Forgetting {person.marker}."},
+        ]
+        await ok(
+            await client.post(
+                f"/v1/sessions/{sid}/messages:batch", json={"messages": later}, headers=keys.write
+            ),
+            201,
+        )
+        await ok(
+            await client.post(
+                f"/v1/sessions/{sid}/messages:retract", json={"seq": 8}, headers=keys.write
+            )
+        )
+        await ok(
+            await client.post(
+                f"/v1/sessions/{sid}/messages/7:redact",
+                json={"reason": f"asked by {person.marker}"},
+                headers=keys.write,
+            )
+        )
+        done = await ok(
+            await client.post(
+                f"/v1/sessions/{sid}/commit",
+                json={"keep_recent_count": 1, "wait": True},
+                headers=keys.write,
+            )
+        )
+        assert done["status"] == "done", done
+        # A recorded context: the ledger names the agent session and the memories recalled.
+        await ok(
+            await client.get(
+                f"/v1/sessions/{sid}/context",
+                params={"record": "true", "recall": f"{person.marker} tea"},
+                headers=keys.read,
+            )
+        )
+        # A fork shares the agent session's history (its lineage names it) and adds its own.
+        fork = await ok(
+            await client.post(f"/v1/sessions/{sid}:fork", json={"at_seq": 3}, headers=keys.write),
+            201,
+        )
+        await ok(
+            await client.post(
+                f"/v1/sessions/{fork['id']}/messages",
+                json={"role": "user", "content": f"In the fork, {person.marker} again."},
+                headers=keys.write,
+            ),
+            201,
+        )
+    memories = await ok(
+        await client.get("/v1/memories", params={"user_id": person.user_id}, headers=keys.read)
+    )
+    person.memory_ids = [item["id"] for item in memories["items"]]
+
+
+async def holdings(
+    admin_database: Database, person: Person, tenant_id: uuid.UUID
+) -> dict[str, dict[str, int]]:
+    return {
+        needle: found
+        for needle in person.needles()
+        if (found := await rows_holding(admin_database, needle, tenant_id=tenant_id))
+    }
+
+
+async def erase(client: httpx.AsyncClient, keys: TenantKeys, user_id: str) -> httpx.Response:
+    return await client.delete(f"/v1/users/{user_id}", headers=keys.headers(keys.admin))
+
+
+async def public_key(client: httpx.AsyncClient, keys: TenantKeys) -> bytes:
+    document = await ok(await client.get("/v1/receipts/public-key", headers=keys.read))
+    return receipts.load_public_key(document["pem"])
+
+
+def tag() -> str:
+    return uuid.uuid4().hex[:10]
+
+
+async def test_an_erased_user_leaves_no_text_nor_id_in_any_table(
+    client: httpx.AsyncClient, database: Database, admin_database: Database
+) -> None:
+    tenant = await make_tenant(database, "erasing")
+    other_tenant = await make_tenant(database, "untouched")
+    for keys in (tenant, other_tenant):
+        await ok(
+            await client.post("/v1/webhooks", json=WEBHOOK, headers=keys.headers(keys.admin)), 201
+        )
+    erased = Person(f"user-{tag()}", f"zq{tag()}")
+    neighbour = Person(f"user-{tag()}", f"zq{tag()}")
+    # Same user id and text in another tenant: another person, who keeps everything.
+    namesake = Person(erased.user_id, erased.marker)
+    await spread(client, tenant, erased)
+    await spread(client, tenant, neighbour)
+    await spread(client, other_tenant, namesake)
+    assert erased.memory_ids, "the user needs long-term memories"
+
+    before = await holdings(admin_database, erased, tenant.tenant_id)
+    held = {column.split(".")[0] for found in before.values() for column in found}
+    assert {
+        "agent_sessions",
+        "messages",
+        "archives",
+        "wm_section_versions",
+        "memories",
+        "memory_events",
+        "pins",
+        "pin_events",
+        "message_retractions",
+        "message_redactions",
+        "webhook_deliveries",
+        "idempotency_keys",
+        "api_keys",
+        "context_records",
+    } <= held, held
+    neighbours_before = await holdings(admin_database, neighbour, tenant.tenant_id)
+    others_before = await tenant_row_counts(admin_database, other_tenant.tenant_id)
+
+    answer = await erase(client, tenant, erased.user_id)
+    receipt = await ok(answer)
+
+    assert await holdings(admin_database, erased, tenant.tenant_id) == {}
+    assert await holdings(admin_database, neighbour, tenant.tenant_id) == neighbours_before
+    assert await tenant_row_counts(admin_database, other_tenant.tenant_id) == others_before
+    # The receipt: what went, signed, naming the user only by the tenant's digest.
+    digest = hashlib.sha256(f"{tenant.tenant_id}:{erased.user_id}".encode()).hexdigest()
+    assert receipt["user_id_sha256"] == digest
+    assert receipt["tenant_id"] == str(tenant.tenant_id)
+    assert erased.user_id not in answer.text
+    assert erased.marker not in answer.text
+    removed = receipt["removed"]
+    # Two agent sessions and a fork of each, at message 3: no archive ends by then, so each
+    # fork holds messages 1..3 as its own live ones, and one more it was sent.
+    assert removed["agent_sessions"] == 2 * 2
+    assert removed["messages"] == 2 * 9 + 2 * (3 + 1)
+    assert removed["archives"] == 4
+    assert removed["memories"] == len(erased.memory_ids)
+    assert removed["pins"] == 4
+    assert removed["message_redactions"] == 2
+    assert removed["message_retractions"] == 2
+    assert removed["api_keys"] == 1
+    assert removed["context_records"] == 2
+    assert min(removed["webhook_deliveries"], removed["idempotency_keys"]) > 0
+    assert receipt["rows_removed"] == sum(removed.values())
+    receipts.verify(receipt, await public_key(client, tenant))
+    # The API agrees: nothing of the user, and the key bound to them is refused.
+    listed = await ok(
+        await client.get("/v1/sessions", params={"user_id": erased.user_id}, headers=tenant.read)
+    )
+    assert listed["items"] == []
+    refused = await client.get("/v1/sessions", headers=tenant.headers(erased.key))
+    assert refused.status_code == 401
+    # The tombstone, for the audit: no content, no user id.
+    async with admin_database.unscoped() as db:
+        from sqlalchemy import text
+
+        rows = (
+            await db.execute(
+                text(
+                    "SELECT user_id_sha256, requested_by, rows_removed FROM wm_user_erasures "
+                    "WHERE tenant_id = :tenant_id"
+                ),
+                {"tenant_id": tenant.tenant_id},
+            )
+        ).all()
+    assert [(row.user_id_sha256, row.rows_removed) for row in rows] == [
+        (digest, receipt["rows_removed"])
+    ]
+    assert str(rows[0].requested_by) == receipt["requested_by_api_key_id"]
+
+
+async def test_erasing_again_finds_nothing(client: httpx.AsyncClient, database: Database) -> None:
+    tenant = await make_tenant(database, "again")
+    person = Person(f"user-{tag()}", f"zq{tag()}")
+    sid = await ok(
+        await client.post("/v1/sessions", json={"user_id": person.user_id}, headers=tenant.write),
+        201,
+    )
+    assert sid["id"]
+    first = await ok(await erase(client, tenant, person.user_id))
+    assert first["removed"]["agent_sessions"] == 1
+    receipts.verify(first, await public_key(client, tenant))
+    for user_id in (person.user_id, "nobody-ever"):
+        again = await erase(client, tenant, user_id)
+        assert again.status_code == 404
+        assert again.json()["type"] == "not_found"
+        assert user_id not in again.text
+
+
+async def test_an_interrupted_erasure_is_finished_by_erasing_again(
+    client: httpx.AsyncClient, database: Database, admin_database: Database
+) -> None:
+    """One step committed (one agent session gone), then the process died: the tombstone
+    keeps that step's counts, and the next erasure goes on from it to one receipt of all."""
+    tenant = await make_tenant(database, "resumed")
+    person = Person(f"user-{tag()}", f"zq{tag()}")
+    for number in range(3):
+        created = await ok(
+            await client.post(
+                "/v1/sessions",
+                json={"user_id": person.user_id, "external_id": f"{person.marker}-{number}"},
+                headers=tenant.write,
+            ),
+            201,
+        )
+        await ok(
+            await client.post(
+                f"/v1/sessions/{created['id']}/messages:batch",
+                json={"messages": messages_of(person.marker)[:3]},
+                headers=tenant.write,
+            ),
+            201,
+        )
+    async with database.tenant(tenant.tenant_id) as db:
+        erasure_id = await ErasureService(db, tenant.tenant_id).start(person.user_id, None)
+    async with database.tenant(tenant.tenant_id) as db:
+        assert await ErasureService(db, tenant.tenant_id).erase_next_session(
+            erasure_id, person.user_id
+        )
+    left = await rows_holding(admin_database, person.marker, tenant_id=tenant.tenant_id)
+    assert left["messages.content_text"] == 6  # two agent sessions of three remain
+
+    receipt = await ok(await erase(client, tenant, person.user_id))
+    assert receipt["erasure_id"] == str(erasure_id)
+    assert receipt["removed"]["agent_sessions"] == 3
+    assert receipt["removed"]["messages"] == 9
+    assert receipt["requested_by_api_key_id"] is None  # the interrupted run's requester
+    assert await rows_holding(admin_database, person.marker, tenant_id=tenant.tenant_id) == {}
+    receipts.verify(receipt, await public_key(client, tenant))
+
+
+async def test_a_changed_receipt_does_not_verify(
+    client: httpx.AsyncClient, database: Database
+) -> None:
+    tenant = await make_tenant(database, "tampered")
+    other = await make_tenant(database, "other-signer")
+    await ok(await client.post("/v1/sessions", json={"user_id": "u-1"}, headers=tenant.write), 201)
+    receipt = await ok(await erase(client, tenant, "u-1"))
+    key = await public_key(client, tenant)
+    receipts.verify(receipt, key)
+    changed = {**receipt, "removed": {**receipt["removed"], "agent_sessions": 0}}
+    with pytest.raises(receipts.ReceiptInvalid, match="does not verify"):
+        receipts.verify(changed, key)
+    with pytest.raises(receipts.ReceiptInvalid, match="does not verify"):
+        receipts.verify(receipt, await public_key(client, other))
+    again = await public_key(client, tenant)
+    assert again == key, "a tenant keeps one signing key"
+
+
+@pytest.mark.parametrize("role", ["writer", "reader"])
+async def test_only_an_unbound_admin_key_erases(
+    client: httpx.AsyncClient, database: Database, role: str
+) -> None:
+    tenant = await make_tenant(database, "roles")
+    await ok(await client.post("/v1/sessions", json={"user_id": "kept"}, headers=tenant.write), 201)
+    key = tenant.writer if role == "writer" else tenant.reader
+    refused = await client.delete("/v1/users/kept", headers=tenant.headers(key))
+    assert refused.status_code == 403
+    assert refused.headers["content-type"] == "application/problem+json"
+    listed = await ok(
+        await client.get("/v1/sessions", params={"user_id": "kept"}, headers=tenant.read)
+    )
+    assert len(listed["items"]) == 1
