@@ -145,6 +145,24 @@ def import_rows(data: dict[str, Any]) -> list[Row]:
     ]  # fmt: skip
 
 
+def fork_rows(data: dict[str, Any]) -> list[Row]:
+    short, long = data["100_messages"], data["100000_messages"]
+    rows = []
+    for shape, ratio in data["ratio_long_to_short"].items():
+        rows.append(
+            _ratio_row("fork", f"{shape.replace('_', ' ')}, 100 000 messages, p50 ms",
+                       long[shape]["p50_ms"], "the same at 100 messages, p50 ms",
+                       short[shape]["p50_ms"], ratio, "<= 1.5", ratio <= 1.5)
+        )  # fmt: skip
+    ratio = data["ratio_fork_context_to_parent"]["100000_messages"]
+    rows.append(
+        _ratio_row("fork", "context (fill) of a fork, 100 000 messages, p50 ms",
+                   long["context_of_fork"]["p50_ms"], "the parent's context, p50 ms",
+                   long["context_of_parent"]["p50_ms"], ratio, "<= 1.5", ratio <= 1.5)
+    )  # fmt: skip
+    return rows
+
+
 def ui_rows(data: dict[str, Any]) -> list[Row]:
     ratios = data["ratio_http_long_vs_short"]
     long = data[f"{data['archives']}_archives"]["http_ms"]
@@ -242,6 +260,7 @@ BENCHMARKS = (
     Benchmark("merge", ["bench/merge.py"], merge_rows, 300),
     Benchmark("context", ["-m", "bench.context"], context_rows, 900),
     Benchmark("commit", ["-m", "bench.commit"], commit_rows, 900),
+    Benchmark("fork", ["-m", "bench.fork"], fork_rows, 900),
     Benchmark("append", ["-m", "bench.append", "--quick"], append_rows, 900),
     Benchmark("import_openviking", ["-m", "bench.import_openviking"], import_rows, 900),
     Benchmark("ui", ["-m", "bench.ui"], ui_rows, 900),

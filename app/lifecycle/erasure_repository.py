@@ -20,6 +20,7 @@ from app.tenancy.principal import Scope
 
 # Children before parents: each table's rows of the agent session, before the agent session.
 SESSION_TABLES: Final = (
+    "context_records",
     "message_redactions",
     "message_retractions",
     "pin_events",
@@ -41,6 +42,12 @@ KNOWN_TABLES: Final = frozenset(
         "user_erasures",
     }
 )
+
+UNLINKED_TABLES: Final = frozenset({"model_calls", "archive_actions"})
+"""Tables whose rows go with the agent session by their foreign key, not by a delete of their
+own: ``model_calls`` keeps its rows with the ``agent_session_id`` set to NULL (what the models
+cost stays on the tenant's bill, with no id of the user); ``archive_actions`` (an audit record
+the service may not delete) loses them with the agent session."""
 
 _OTHER_TABLES = text(
     """
@@ -98,11 +105,13 @@ class ErasureRepository:
     # --- what there is to erase ------------------------------------------------------------
 
     async def sessions_of(self, user_id: str, *, limit: int) -> list[uuid.UUID]:
+        # Newest first: a fork is newer than the agent sessions it shares history with (which
+        # cannot be deleted before it), and it is always its user's too.
         rows = await self.db.scalars(
             text(
                 "SELECT agent_session_id FROM agent_sessions "
                 "WHERE tenant_id = :tenant_id AND user_id = :user_id "
-                "ORDER BY created_at, agent_session_id LIMIT :limit"
+                "ORDER BY created_at DESC, agent_session_id DESC LIMIT :limit"
             ),
             self._bind(user_id=user_id, limit=limit),
         )
@@ -143,8 +152,10 @@ class ErasureRepository:
         by_session = [row.table_name for row in rows if row.by_session]
         by_user = [row.table_name for row in rows if row.by_user and not row.by_session]
         return (
-            _ordered([t for t in by_session if t not in KNOWN_TABLES], references),
-            _ordered([t for t in by_user if t not in KNOWN_TABLES], references),
+            _ordered(
+                [t for t in by_session if t not in KNOWN_TABLES | UNLINKED_TABLES], references
+            ),
+            _ordered([t for t in by_user if t not in KNOWN_TABLES | UNLINKED_TABLES], references),
         )
 
     # --- one agent session ---------------------------------------------------------------------

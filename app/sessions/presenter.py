@@ -6,7 +6,7 @@ from __future__ import annotations
 from app.memories.schemas import MemoryPolicyFields
 from app.models import AgentSession
 from app.sessions.records import NewestArchive
-from app.sessions.schemas import AgentSessionRead, ArchiveBrief
+from app.sessions.schemas import AgentSessionRead, ArchiveBrief, LineageRead
 
 
 def agent_session_read(row: AgentSession, newest: NewestArchive | None = None) -> AgentSessionRead:
@@ -33,6 +33,13 @@ def agent_session_read(row: AgentSession, newest: NewestArchive | None = None) -
         total_tokens=row.total_tokens,
         archive_count=row.archive_count,
         newest_archive=brief,
+        lineage=None
+        if row.parent_session_id is None
+        else LineageRead(
+            parent_session_id=row.parent_session_id,
+            archive_seq=row.forked_at_archive_seq or 0,
+            seq=row.forked_at_seq or 0,
+        ),
         created_at=row.created_at,
         updated_at=row.updated_at,
     )

@@ -23,7 +23,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.db import token_for
 from app.errors import QuotaExceeded
 from app.metrics import LIMITED
-from app.models import AgentSession, Archive
+from app.models import AgentSession, AgentSessionLineage, Archive
 from app.sessions.records import NewestArchive
 from app.tenancy.principal import Scope
 
@@ -212,12 +212,25 @@ class AgentSessionRepository:
 
     def _with_newest_archive(self) -> Any:
         # The newest archive is the one numbered archive_count: one index lookup per row, in the
-        # same statement as the agent session.
+        # same statement as the agent session. A fork's is an ancestor's until it has its own
+        # (the first lineage segment that reaches it holds it).
+        holder = (
+            select(AgentSessionLineage.ancestor_session_id)
+            .where(
+                AgentSessionLineage.tenant_id == AgentSession.tenant_id,
+                AgentSessionLineage.agent_session_id == AgentSession.agent_session_id,
+                AgentSessionLineage.upto_archive_seq >= AgentSession.archive_count,
+            )
+            .order_by(AgentSessionLineage.upto_seq, AgentSessionLineage.upto_archive_seq)
+            .limit(1)
+            .correlate(AgentSession)
+            .scalar_subquery()
+        )
         return select(AgentSession, *_NEWEST_ARCHIVE_COLUMNS).outerjoin(
             Archive,
             and_(
                 Archive.tenant_id == AgentSession.tenant_id,
-                Archive.agent_session_id == AgentSession.agent_session_id,
+                Archive.agent_session_id == func.coalesce(holder, AgentSession.agent_session_id),
                 Archive.archive_seq == AgentSession.archive_count,
             ),
         )

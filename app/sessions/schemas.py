@@ -298,6 +298,17 @@ class ArchiveBrief(BaseModel):
     status: str
 
 
+class LineageRead(BaseModel):
+    """Where a fork left its parent: it shares the parent's history up to there."""
+
+    parent_session_id: uuid.UUID
+    archive_seq: int = Field(
+        description="the fork's working memory was the parent's version of this archive "
+        "(0: none); its own archives are numbered after it"
+    )
+    seq: int = Field(description="the parent's last message in the fork's history")
+
+
 class AgentSessionRead(BaseModel):
     id: uuid.UUID
     external_id: str | None
@@ -314,6 +325,9 @@ class AgentSessionRead(BaseModel):
     total_tokens: int
     archive_count: int
     newest_archive: ArchiveBrief | None
+    lineage: LineageRead | None = Field(
+        default=None, description="for a fork: its parent and the fork point; null otherwise"
+    )
     created_at: datetime
     updated_at: datetime
 

@@ -22,6 +22,7 @@ from app.memories.policy import MemoryPolicy
 from app.memories.service import MemoryService
 from app.metrics import LIMITED
 from app.models import AgentSession
+from app.sessions.forks import SessionForks
 from app.sessions.message_repository import MessageRepository
 
 # What an append is prepared with, named here too: callers of the service import it from here.
@@ -288,6 +289,11 @@ class AgentSessionService:
         """Delete the agent session and everything derived from it; its long-term memories are
         erased first (rows removed, events left with ids only), in the same transaction."""
         await self.get(agent_session_id, lock=True)
+        if await SessionForks(self.db, self.principal).has_forks(agent_session_id):
+            raise Conflict(
+                f"agent session {agent_session_id} has forks that share its history; delete "
+                "them first (their lineage names them)"
+            )
         await MemoryService(self.db, self.principal).erase_agent_session(agent_session_id)
         if not await self.agent_sessions.delete(agent_session_id):
             raise NotFound(f"agent session {agent_session_id} not found")
@@ -392,6 +398,11 @@ class AgentSessionService:
             raise NotFound(f"no tool result answers the call {tool_call_id!r}")
         names = _tool_names(await self.messages.tool_calls(agent_session_id))
         return _tool_result(rows[0], names)
+
+    async def holder_of(self, agent_session_id: uuid.UUID, seq: int) -> uuid.UUID:
+        """The agent session whose row is message ``seq`` of this one's history (a fork's
+        shared messages are its ancestors')."""
+        return (await self.messages.lineage.of(agent_session_id)).holder_of_seq(seq)
 
     async def recompute_pending(self, agent_session: AgentSession) -> int:
         """``pending_tokens`` from the rows: live messages outside the keep window."""

@@ -42,6 +42,7 @@ ANSWERS = (
     "MemorySearchRead",
     "MessagePage",
     "MessageRead",
+    "ModelUsageReport",
     "PinList",
     "PinRead",
     "RetentionPolicyRead",

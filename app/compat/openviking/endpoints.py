@@ -50,6 +50,7 @@ from app.context.fill import DEFAULT_FILL
 from app.context.service import ContextService
 from app.deps import DatabaseDep, SettingsDep
 from app.errors import Forbidden, InvalidInput, NotFound, field_errors
+from app.ledger.service import LedgerService
 from app.memories.schemas import MemoryPolicyFields
 from app.sessions.appending import AppendFlow
 from app.sessions.dependencies import AppendFlowDep
@@ -329,6 +330,13 @@ async def get_session_context(
         bool,
         Query(description="fill the room left with the newest messages the overview covers"),
     ] = DEFAULT_FILL,
+    record: Annotated[
+        bool,
+        Query(
+            description="record what this context was made of in the context ledger; the "
+            "answer's context_id names it (a workmem extension)"
+        ),
+    ] = False,
 ) -> Envelope[ContextOut]:
     """The working memory and the newest messages after it, within ``token_budget``. The client
     chose the budget for what it sends, so no reply reserve is taken out of it."""
@@ -337,7 +345,11 @@ async def get_session_context(
         context = await ContextService(db, principal).assemble(
             agent_session_id, plan_budget(token_budget, 0), fill=fill
         )
-    return Envelope(result=context_out(context))
+        context_id = None
+        if record:
+            row = await LedgerService(db, principal).record(context, source="openviking")
+            context_id = row.context_id
+    return Envelope(result=context_out(context, context_id))
 
 
 @router.get("/{session_id}/archives/{archive_id}")

@@ -198,6 +198,11 @@ class ContextOut(BaseModel):
     messages: list[dict[str, Any]] = Field(description="newer messages, in parts format")
     estimatedTokens: int
     stats: ContextStats
+    context_id: uuid.UUID | None = Field(
+        default=None,
+        description="the context ledger's row of this context when it was recorded (record=true; "
+        "a workmem extension): GET /v1/sessions/{id}/contexts/{context_id}",
+    )
 
 
 class ArchiveOut(BaseModel):

@@ -25,6 +25,16 @@ class ArchiveBrief(BaseModel):
     status: str
 
 
+class LineageRead(BaseModel):
+    """Where a fork left its parent: it shares the parent's history up to there."""
+
+    parent_session_id: uuid.UUID
+    archive_seq: int = Field(
+        description="the fork's working memory was the parent's version of this archive (0: none); its own archives are numbered after it"
+    )
+    seq: int = Field(description="the parent's last message in the fork's history")
+
+
 class MemoryPolicyFields(BaseModel):
     """A memory policy: which memory the archives of an agent session may produce. A field left out (or null) is not set here and falls to the next layer: the agent session's own policy, then its user's, then everything on."""
 
@@ -57,6 +67,9 @@ class AgentSessionRead(BaseModel):
     total_tokens: int
     archive_count: int
     newest_archive: ArchiveBrief | None
+    lineage: LineageRead | None = Field(
+        default=None, description="for a fork: its parent and the fork point; null otherwise"
+    )
     created_at: datetime
     updated_at: datetime
 
@@ -88,6 +101,16 @@ class AppendResult(BaseModel):
     message: MessageRead
     pending_tokens: int
     live_message_count: int
+
+
+class ArchiveActionRead(BaseModel):
+    action: Literal["retry", "clear"]
+    actor: Literal["api_key", "operator"] = Field(
+        description="an API key, or the operator from the command line"
+    )
+    api_key_id: uuid.UUID | None = Field(description="the key that asked; null for the operator")
+    reason: str | None
+    created_at: datetime
 
 
 class ArchiveStatus(StrEnum):
@@ -213,6 +236,10 @@ class ArchiveExpanded(BaseModel):
     next_after_seq: int | None
     produced_memories: list[ProducedMemoryRead] = Field(
         description="the long-term memory changes this archive made (provenance: memories → archive via their events, archive → memories here)"
+    )
+    actions: list[ArchiveActionRead] | None = Field(
+        default=None,
+        description="every retry and clear of this archive, oldest first: who, when and why",
     )
 
 
@@ -650,6 +677,32 @@ class MessagePage(BaseModel):
     )
 
 
+class ModelUsageDay(BaseModel):
+    day: str = Field(description="the UTC day")
+    model: str
+    calls: int = Field(description="calls made or refused, whatever their outcome")
+    errors: int = Field(description="calls that failed")
+    refused: int = Field(description="calls not made because the model's circuit was open")
+    input_tokens: int = Field(description="tokens in, as the provider reported them")
+    output_tokens: int = Field(description="tokens out, as the provider reported them")
+    mean_latency_ms: int
+
+
+class ModelUsageTotals(BaseModel):
+    calls: int
+    errors: int
+    refused: int
+    input_tokens: int
+    output_tokens: int
+
+
+class ModelUsageReport(BaseModel):
+    from_: str = Field(description="the first UTC day counted", alias="from")
+    to: str = Field(description="the last UTC day counted")
+    items: list[ModelUsageDay] = Field(description="one per day and model with calls, by day")
+    totals: ModelUsageTotals
+
+
 class PinRead(BaseModel):
     pin_id: uuid.UUID
     text: str
@@ -751,6 +804,7 @@ __all__ = [
     "AgentSessionPage",
     "AgentSessionRead",
     "AppendResult",
+    "ArchiveActionRead",
     "ArchiveBrief",
     "ArchiveExpanded",
     "ArchiveIndexEntry",
@@ -778,6 +832,7 @@ __all__ = [
     "HistoryHitRead",
     "HistorySearchRead",
     "ItemSourceRead",
+    "LineageRead",
     "MemoryFailureRead",
     "MemoryHitRead",
     "MemoryPolicyFields",
@@ -787,6 +842,9 @@ __all__ = [
     "MemoryUsageRead",
     "MessagePage",
     "MessageRead",
+    "ModelUsageDay",
+    "ModelUsageReport",
+    "ModelUsageTotals",
     "PinList",
     "PinRead",
     "PinStats",

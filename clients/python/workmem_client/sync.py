@@ -91,12 +91,14 @@ class WorkmemClient:
     archives = _sent(calls.archives)
     archive = _sent(calls.archive)
     retry_archive = _sent(calls.retry_archive)
+    clear_archive = _sent(calls.clear_archive)
     set_memory_policy = _sent(calls.set_memory_policy)
     user_memory_policy = _sent(calls.user_memory_policy)
     set_user_memory_policy = _sent(calls.set_user_memory_policy)
     working_memory = _sent(calls.working_memory)
     working_memory_history = _sent(calls.working_memory_history)
     restore_working_memory = _sent(calls.restore_working_memory)
+    fork = _sent(calls.fork)
     context = _sent(calls.context)
     compact = _sent(calls.compact)
     contexts = _sent(calls.contexts)
@@ -112,6 +114,7 @@ class WorkmemClient:
     webhook_deliveries = _sent(calls.webhook_deliveries)
     retention = _sent(calls.retention)
     set_retention = _sent(calls.set_retention)
+    model_usage = _sent(calls.model_usage)
 
     def chat_messages(
         self,
