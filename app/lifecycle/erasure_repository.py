@@ -43,10 +43,11 @@ KNOWN_TABLES: Final = frozenset(
     }
 )
 
-UNLINKED_TABLES: Final = frozenset({"model_calls"})
-"""Tables whose rows outlive the agent session without naming it: their foreign key sets the
-``agent_session_id`` to NULL when the agent session goes (what the models cost stays on the
-tenant's bill, with no id of the user)."""
+UNLINKED_TABLES: Final = frozenset({"model_calls", "archive_actions"})
+"""Tables whose rows go with the agent session by their foreign key, not by a delete of their
+own: ``model_calls`` keeps its rows with the ``agent_session_id`` set to NULL (what the models
+cost stays on the tenant's bill, with no id of the user); ``archive_actions`` (an audit record
+the service may not delete) loses them with the agent session."""
 
 _OTHER_TABLES = text(
     """
