@@ -145,6 +145,24 @@ def import_rows(data: dict[str, Any]) -> list[Row]:
     ]  # fmt: skip
 
 
+def fork_rows(data: dict[str, Any]) -> list[Row]:
+    short, long = data["100_messages"], data["100000_messages"]
+    rows = []
+    for shape, ratio in data["ratio_long_to_short"].items():
+        rows.append(
+            _ratio_row("fork", f"{shape.replace('_', ' ')}, 100 000 messages, p50 ms",
+                       long[shape]["p50_ms"], "the same at 100 messages, p50 ms",
+                       short[shape]["p50_ms"], ratio, "<= 1.5", ratio <= 1.5)
+        )  # fmt: skip
+    ratio = data["ratio_fork_context_to_parent"]["100000_messages"]
+    rows.append(
+        _ratio_row("fork", "context (fill) of a fork, 100 000 messages, p50 ms",
+                   long["context_of_fork"]["p50_ms"], "the parent's context, p50 ms",
+                   long["context_of_parent"]["p50_ms"], ratio, "<= 1.5", ratio <= 1.5)
+    )  # fmt: skip
+    return rows
+
+
 def ui_rows(data: dict[str, Any]) -> list[Row]:
     ratios = data["ratio_http_long_vs_short"]
     long = data[f"{data['archives']}_archives"]["http_ms"]
@@ -177,6 +195,25 @@ def memories_rows(data: dict[str, Any]) -> list[Row]:
         recall = figures.get("recall_at_10_service_vector")
         rows.append(Row("memories", f"  recall@10 of vector search, {key}", recall, "", None, "",
                         None))  # fmt: skip
+    return rows
+
+
+def filtered_search_rows(data: dict[str, Any]) -> list[Row]:
+    """Rows of ``bench/filtered_search.py``: recall@10 and the p50 ratio of each filter case."""
+    rows = []
+    raw = data["raw_unfiltered_hnsw_p50_ms"]
+    for case, figures in data["cases"].items():
+        where = f"{case} ({figures['filtered_rows']} rows, {figures['plan']})"
+        rows.append(
+            _ratio_row("filtered_search", f"memory search p50, {where}, ms", figures["p50_ms"],
+                       "raw unfiltered HNSW p50, ms", raw, figures["ratio_p50_to_raw"], "<= 2",
+                       figures["ratio_p50_to_raw"] <= 2)
+        )  # fmt: skip
+        rows.append(
+            Row("filtered_search", f"  recall@10, {case}", figures["recall_at_10"],
+                f"index scan alone = {figures['index_only_recall_at_10']}", None, ">= 0.95",
+                figures["recall_at_10"] >= 0.95)
+        )  # fmt: skip
     return rows
 
 
@@ -223,6 +260,7 @@ BENCHMARKS = (
     Benchmark("merge", ["bench/merge.py"], merge_rows, 300),
     Benchmark("context", ["-m", "bench.context"], context_rows, 900),
     Benchmark("commit", ["-m", "bench.commit"], commit_rows, 900),
+    Benchmark("fork", ["-m", "bench.fork"], fork_rows, 900),
     Benchmark("append", ["-m", "bench.append", "--quick"], append_rows, 900),
     Benchmark("import_openviking", ["-m", "bench.import_openviking"], import_rows, 900),
     Benchmark("ui", ["-m", "bench.ui"], ui_rows, 900),
@@ -232,6 +270,7 @@ BENCHMARKS = (
         memories_rows,
         1200,
     ),
+    Benchmark("filtered_search", ["-m", "bench.filtered_search"], filtered_search_rows, 1200),
     Benchmark("retention", ["-m", "bench.retention"], retention_rows, 1200),
 )
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bench.run_all import memories_rows
+from bench.run_all import filtered_search_rows, memories_rows
 
 LARGE = {"service_p50_ms": 4.4, "raw_hnsw_p50_ms": 2.3, "ratio_p50": 1.9}
 SEARCH: dict[str, object] = {
@@ -37,3 +37,35 @@ def test_a_ratio_above_two_at_100_000_fails() -> None:
     slow = {"hashing_100000": {**LARGE, "ratio_p50": 2.4, "recall_at_10_service_vector": 0.5}}
     (row, _) = memories_rows({"search": slow})
     assert row.passed is False
+
+
+def case(ratio: float, recall: float) -> dict[str, object]:
+    return {
+        "filtered_rows": 3000,
+        "plan": "exact",
+        "p50_ms": 4.0,
+        "ratio_p50_to_raw": ratio,
+        "recall_at_10": recall,
+        "index_only_recall_at_10": 0.1,
+    }
+
+
+def test_filtered_search_rows_hold_each_case_to_its_two_targets() -> None:
+    data = {
+        "raw_unfiltered_hnsw_p50_ms": 2.0,
+        "cases": {
+            "small tenant": case(2.0, 0.95),
+            "small user": case(2.01, 1.0),
+            "category": case(1.0, 0.949),
+        },
+    }
+    rows = filtered_search_rows(data)
+    assert [(row.figure, row.ratio, row.passed) for row in rows] == [
+        ("memory search p50, small tenant (3000 rows, exact), ms", 2.0, True),
+        ("  recall@10, small tenant", None, True),
+        ("memory search p50, small user (3000 rows, exact), ms", 2.01, False),
+        ("  recall@10, small user", None, True),
+        ("memory search p50, category (3000 rows, exact), ms", 1.0, True),
+        ("  recall@10, category", None, False),
+    ]
+    assert rows[1].baseline == "index scan alone = 0.1"

@@ -58,9 +58,15 @@ BODIES: dict[tuple[str, str], Any] = {
     ("post", "/v1/sessions/{agent_session_id}/messages/{seq}:redact"): {"reason": "a probe"},
     ("post", "/v1/sessions/{agent_session_id}/pins"): {"text": "a probe's pin"},
     ("post", "/v1/sessions/{agent_session_id}/working-memory:restore"): {"archive_seq": 1},
+    ("post", "/v1/sessions/{agent_session_id}:fork"): {"at_archive": 1},
     ("post", "/v1/webhooks"): {"url": "https://93.184.216.34/hooks", "events": ["archive.done"]},
     # The caller's own tenant's policy, and one that purges nothing for a hundred years.
     ("put", "/v1/tenant/retention"): {"idle_session_days": 36_500},
+    ("patch", "/v1/sessions/{agent_session_id}"): {"memory_policy": {"working_memory": True}},
+    ("put", "/v1/users/{user_id}/memory-policy"): {"working_memory": True},
+    ("post", "/v1/sessions/{agent_session_id}/archives/{archive_seq}:retry"): {"reason": "a probe"},
+    ("post", "/v1/sessions/{agent_session_id}/archives/{archive_seq}:clear"): {"reason": "a probe"},
+    ("patch", "/api/v1/sessions/{session_id}/config"): {"memory_policy": {"working_memory": True}},
 }
 """A valid body for each operation that takes one (a new such route must be added here)."""
 QUERIES: dict[tuple[str, str], dict[str, str]] = {
@@ -126,7 +132,11 @@ def missing_values() -> dict[str, str]:
 
 
 async def objects_of(
-    http: httpx.AsyncClient, keys: TenantKeys, *, user_key: str | None = None
+    http: httpx.AsyncClient,
+    keys: TenantKeys,
+    *,
+    user_key: str | None = None,
+    user_id: str | None = None,
 ) -> Objects:
     writer = {"Authorization": f"Bearer {user_key}"} if user_key else keys.write
     external_id = f"own-{uuid.uuid4().hex[:8]}"
@@ -186,6 +196,13 @@ async def objects_of(
         f"/v1/sessions/{agent_session_id}/context", params={"record": "true"}, headers=writer
     )
     assert context.status_code == 200, context.text
+    user_id = user_id or f"user-{uuid.uuid4().hex[:8]}"
+    policy = await http.put(
+        f"/v1/users/{user_id}/memory-policy",
+        json={"memory_types": ["preference", "profile"]},
+        headers=keys.headers(keys.admin),
+    )
+    assert policy.status_code == 200, policy.text
     return Objects(
         keys,
         agent_session_id,
@@ -211,12 +228,15 @@ def operations(document: dict[str, Any], prefix: str) -> list[tuple[str, str, di
 
 def creates_on_the_way(operation: tuple[str, str, dict[str, Any]]) -> bool:
     """Creating a session under the target's name (and OpenViking's appends, which create the
-    session they name) makes one in the caller's own namespace: probed last, so no earlier
-    probe sees the caller's own new session."""
+    session they name, and setting a user's default memory policy) makes one in the caller's
+    own namespace: probed last, so no earlier probe sees the caller's own new object."""
     method, template, _ = operation
-    return (method, template) in (("post", "/v1/sessions"), ("post", "/api/v1/sessions")) or (
-        template.startswith("/api/v1/sessions/{session_id}/messages")
-    )
+    return (method, template) in (
+        ("post", "/v1/sessions"),
+        ("post", "/api/v1/sessions"),
+        # A user's default policy, set under the target's user name in the caller's tenant.
+        ("put", "/v1/users/{user_id}/memory-policy"),
+    ) or template.startswith("/api/v1/sessions/{session_id}/messages")
 
 
 def fill(path: str, values: dict[str, str]) -> str:
@@ -277,7 +297,7 @@ async def world(client: httpx.AsyncClient, database: Database) -> World:
     tenant_b = await make_tenant(database, "stranger")
     alices_key = await bound_key(client, tenant_a, "alice", "writer")
     owner = await objects_of(client, tenant_a)
-    alices = await objects_of(client, tenant_a, user_key=alices_key)
+    alices = await objects_of(client, tenant_a, user_key=alices_key, user_id="alice")
     strangers = await objects_of(client, tenant_b)
     return owner, alices, strangers
 
@@ -382,8 +402,11 @@ async def test_no_route_reveals_or_changes_what_another_tenant_may_not_see(
         ]
         if method in WRITES:
             forbidden.append(("reader", owner.keys.read, {403}))
-        if template.startswith(("/v1/keys", "/v1/webhooks", "/v1/users", "/v1/tenant")):
+        if template.startswith(
+            ("/v1/keys", "/v1/webhooks", "/v1/users", "/v1/tenant", "/v1/usage")
+        ):
             forbidden.append(("writer", owner.keys.write, {403}))
+            forbidden.append(("reader", owner.keys.read, {403}))
         for role, headers, statuses in forbidden:
             refused = await send(client, method, template, values, headers)
             tally.probes += 1

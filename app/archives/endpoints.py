@@ -13,14 +13,17 @@ from fastapi import APIRouter, Path, Query, Response, status
 
 from app.archives import flows
 from app.archives.dependencies import WorkerDep
+from app.archives.forking import ForkService
 from app.archives.presenter import archive_expanded, archive_read
 from app.archives.restoring import RestoreService
 from app.archives.schemas import (
+    ArchiveActionCreate,
     ArchiveExpanded,
     ArchivePage,
     ArchiveRead,
     CommitCreate,
     CommitRead,
+    ForkCreate,
     RestoreCreate,
     WorkingMemoryRead,
 )
@@ -29,6 +32,8 @@ from app.archives.working_memory import WorkingMemory
 from app.deps import DatabaseDep, SettingsDep
 from app.idempotency.dependencies import RequestKeyDep
 from app.idempotency.responses import JSON, answered
+from app.sessions.presenter import agent_session_read
+from app.sessions.schemas import AgentSessionRead
 from app.tenancy.auth import Reader, Writer
 from app.validation import SEQ_MAX
 from app.web.problems import TENANT_ROUTE, WITH_BODY, problems
@@ -153,13 +158,14 @@ async def expand_archive(
 ) -> ArchiveExpanded:
     async with database.tenant(principal.tenant_id) as db:
         expanded = await ArchiveService(db, principal).expand(
-            agent_session_id, archive_seq, after_seq=after_seq or 0, limit=limit
+            agent_session_id, archive_seq, after_seq=after_seq or 0, limit=limit, with_actions=True
         )
     return archive_expanded(expanded)
 
 
 @router.post(
-    "/{agent_session_id}/archives/{archive_seq:int}:retry", responses=problems(404, 409, 422)
+    "/{agent_session_id}/archives/{archive_seq:int}:retry",
+    responses=problems(404, 409, *WITH_BODY),
 )
 async def retry_archive(
     agent_session_id: uuid.UUID,
@@ -167,24 +173,33 @@ async def retry_archive(
     principal: Writer,
     database: DatabaseDep,
     worker: WorkerDep,
+    body: ArchiveActionCreate | None = None,
 ) -> ArchiveRead:
+    """Queue a failed archive again (409 for any other); the retry is recorded in the
+    archive's ``actions`` with the key and the reason given."""
+    reason = None if body is None else body.reason
     async with database.tenant(principal.tenant_id) as db:
-        archive = await ArchiveService(db, principal).retry(agent_session_id, archive_seq)
+        archive = await ArchiveService(db, principal).retry(agent_session_id, archive_seq, reason)
     worker.wakeup.set()
     return archive_read(archive)
 
 
 @router.post(
-    "/{agent_session_id}/archives/{archive_seq:int}:clear", responses=problems(404, 409, 422)
+    "/{agent_session_id}/archives/{archive_seq:int}:clear",
+    responses=problems(404, 409, *WITH_BODY),
 )
 async def clear_archive(
     agent_session_id: uuid.UUID,
     archive_seq: ArchiveSeq,
     principal: Writer,
     database: DatabaseDep,
+    body: ArchiveActionCreate | None = None,
 ) -> ArchiveRead:
+    """Set a failed archive aside for good (409 for any other): it never runs again and the
+    next archive covers its messages; the clear is recorded in the archive's ``actions``."""
+    reason = None if body is None else body.reason
     async with database.tenant(principal.tenant_id) as db:
-        archive = await ArchiveService(db, principal).clear(agent_session_id, archive_seq)
+        archive = await ArchiveService(db, principal).clear(agent_session_id, archive_seq, reason)
     return archive_read(archive)
 
 
@@ -217,3 +232,22 @@ async def restore_working_memory(
     async with database.tenant(principal.tenant_id) as db:
         restored = await RestoreService(db, principal).restore(agent_session_id, body.archive_seq)
     return WorkingMemoryRead.from_value(restored)
+
+
+@router.post(
+    "/{agent_session_id}:fork",
+    status_code=status.HTTP_201_CREATED,
+    responses=problems(404, 409, *WITH_BODY),
+)
+async def fork_session(
+    agent_session_id: uuid.UUID, body: ForkCreate, principal: Writer, database: DatabaseDep
+) -> AgentSessionRead:
+    """A new agent session whose history is this one's up to the end of archive
+    ``at_archive`` (or message ``at_seq``) and whose working memory is that version; it shares
+    that history instead of copying it, then lives its own life (``lineage`` names the fork
+    point)."""
+    async with database.tenant(principal.tenant_id) as db:
+        service = ForkService(db, principal)
+        fork = await service.fork(agent_session_id, at_archive=body.at_archive, at_seq=body.at_seq)
+        row, newest = await service.agent_sessions.get_with_newest_archive(fork.agent_session_id)
+    return agent_session_read(row, newest)

@@ -30,6 +30,8 @@ from app.db_errors import is_unavailable
 from app.errors import NotFound
 from app.memories.extraction import Prepared
 from app.memories.jobs import MemoryJobService
+from app.memories.policies import effective_policy
+from app.memories.policy import EVERYTHING, EffectivePolicy
 from app.memories.records import Failure, FailureStage, MemoryReport, Source
 from app.models import Archive, ArchiveStatus
 from app.pins.records import Pin
@@ -41,6 +43,10 @@ from app.webhooks.outbox import WebhookOutbox
 from app.wm.sections import SECTIONS, Section
 
 logger = logging.getLogger(__name__)
+
+
+WORKING_MEMORY_OFF = "working memory off by the memory policy"
+"""The ``generator_note`` of an archive done without a working memory."""
 
 
 class LeaseLost(Exception):
@@ -59,6 +65,11 @@ class Work:
     covers_failed_archives: list[int]
     source: Source
     pins: tuple[Pin, ...] = ()
+    policy: EffectivePolicy = EVERYTHING
+    """The memory policy the archive obeys (resolved when it was loaded)."""
+    extract_from_seq: int = 0
+    """The first message long-term memories are extracted from (earlier ones were, by a done
+    archive without a working memory)."""
 
     @property
     def openai_messages(self) -> list[dict[str, Any]]:
@@ -70,8 +81,12 @@ class Work:
 
     @property
     def numbered(self) -> list[tuple[int, dict[str, Any]]]:
-        """The messages with their seqs."""
-        return [(covered.seq, covered.message) for covered in self.messages]
+        """The messages to extract long-term memories from, with their seqs."""
+        return [
+            (covered.seq, covered.message)
+            for covered in self.messages
+            if covered.seq >= self.extract_from_seq
+        ]
 
 
 def abstract_of(sections: Mapping[Section, str], limit: int = 200) -> str:
@@ -123,13 +138,21 @@ class ArchiveJobService:
         agent_session_id = claim.agent_session_id
         prior = await self.archives.working_memory(agent_session_id, before_seq=claim.archive_seq)
         after_seq = 0 if prior is None else prior.archive_seq
-        # Every archive between the prior and this one failed (archives of an agent session run
-        # in order). Their messages ride along whole — generation batches them within the input
-        # budget — so a failure never leaves a hole in the working memory (DESIGN 6.2).
-        failed = await self.archives.failed_between(
-            agent_session_id, after_seq=after_seq, before_seq=claim.archive_seq
+        # Every archive between the prior and this one failed, was cleared, or was done without
+        # a working memory (its memory policy had it off): archives of an agent session run in
+        # order. Their messages ride along whole — generation batches them within the input
+        # budget — so neither leaves a hole in the working memory (DESIGN 6.2).
+        between = await self.archives.failed_between(
+            agent_session_id, after_seq=after_seq, before_seq=claim.archive_seq, with_done=True
         )
-        start_seq = failed[0].start_seq if failed else archive.start_seq
+        failed = [row for row in between if row.status != ArchiveStatus.DONE]
+        start_seq = between[0].start_seq if between else archive.start_seq
+        # Long-term memories come from the messages no done archive has extracted from yet.
+        extract_from = archive.start_seq
+        for row in reversed(between):
+            if row.status == ArchiveStatus.DONE:
+                break
+            extract_from = row.start_seq
         messages = await self.archives.messages(agent_session_id, [(start_seq, archive.end_seq)])
         # Messages the agent retracted while they were live never reach the working memory.
         retracted = await self.retractions.retracted_seqs(
@@ -148,19 +171,26 @@ class ArchiveJobService:
             covers_failed_archives=[row.archive_seq for row in failed],
             source=Source(agent_session_id, claim.archive_seq, user_id, agent_id),
             pins=tuple(await pins_in_force(self.db, self.scope, agent_session_id)),
+            policy=await effective_policy(self.db, self.scope.tenant_id, agent_session_id),
+            extract_from_seq=extract_from,
         )
 
     async def finish(
         self,
         claim: Claim,
         work: Work,
-        generated: Generated,
+        generated: Generated | None,
         memories: Prepared | None = None,
     ) -> None:
         """Write the seven section versions, the long-term memory changes and ``done`` in the
         caller's one transaction. A failure to store the memories rolls back only them (a
-        savepoint) and is reported with stage ``store``: it never fails the working memory."""
+        savepoint) and is reported with stage ``store``: it never fails the working memory.
+        Without ``generated`` (the memory policy has the working memory off), the archive is
+        done with no working memory: no section versions, no overview."""
         await self._owned(claim, lock=True)
+        if generated is None:
+            await self._finish_without_working_memory(claim, work, memories)
+            return
         result = generated.result
         rows = []
         for position, section in enumerate(SECTIONS, start=1):
@@ -232,11 +262,40 @@ class ArchiveJobService:
             ),
         )
 
+    async def _finish_without_working_memory(
+        self, claim: Claim, work: Work, memories: Prepared | None
+    ) -> None:
+        report = None if memories is None else await self._store_memories(claim, work, memories)
+        await self.archives.set_fields(
+            claim.agent_session_id,
+            claim.archive_seq,
+            status=ArchiveStatus.DONE,
+            generator_note=WORKING_MEMORY_OFF,
+            usage={"prompt_tokens": 0, "completion_tokens": 0, "calls": 0, "batches": 0},
+            lease_until=None,
+            last_error=None,
+            error_stage=None,
+            finished_at=func.now(),
+            memories=None if report is None else report.as_json(),
+        )
+        await WebhookOutbox(self.db, claim.tenant_id).emit(
+            ARCHIVE_DONE,
+            archive_data(
+                agent_session_id=claim.agent_session_id,
+                archive_seq=claim.archive_seq,
+                start_seq=work.archive.start_seq,
+                end_seq=work.archive.end_seq,
+                status=ArchiveStatus.DONE.value,
+                user_id=work.source.user_id,
+                agent_id=work.source.agent_id,
+            ),
+        )
+
     async def _store_memories(self, claim: Claim, work: Work, memories: Prepared) -> MemoryReport:
         writer = MemoryJobService(self.db, claim.tenant_id)
         try:
             async with self.db.begin_nested():
-                return await writer.apply(memories, work.source)
+                return await writer.apply(memories, work.source, work.policy)
         except sa_exc.DBAPIError as error:
             if is_unavailable(error):
                 raise

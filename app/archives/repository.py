@@ -19,6 +19,9 @@ from sqlalchemy.orm import load_only
 from app.archives.records import SectionVersionRow
 from app.archives.working_memory import RecordedDecision, WorkingMemory
 from app.models import AgentSession, Archive, ArchiveStatus, Message, WmSectionVersion
+from app.sessions.lineage import Piece
+from app.sessions.lineage_repository import LineageReader
+from app.sessions.message_repository import in_piece
 from app.tenancy.principal import Scope
 from app.wm.provenance import SectionSources, sources_from_json
 from app.wm.sections import Section, empty_sections
@@ -59,9 +62,32 @@ _DECISION_COLUMNS = (
 
 
 class ArchiveRepository:
+    """Archives and section versions of one agent session; a fork's reads follow its lineage
+    into the agent sessions that hold its older archives (writes touch its own rows only)."""
+
     def __init__(self, db: AsyncSession, scope: Scope) -> None:
         self.db = db
         self.scope = scope
+        self.lineage = LineageReader(db, scope)
+
+    async def _pieces(
+        self, agent_session_id: uuid.UUID, after: int = 0, upto: int | None = None
+    ) -> list[Piece]:
+        """Archives ``after < archive_seq <= upto`` of the history, by holder, oldest first."""
+        return (await self.lineage.of(agent_session_id)).archive_pieces(after, upto)
+
+    def _in(
+        self, piece: Piece, table: type[Archive] | type[WmSectionVersion] = Archive
+    ) -> list[Any]:
+        """Rows of ``table`` inside one lineage piece that this scope may see."""
+        conditions = self._of(piece.agent_session_id, table)
+        conditions.append(table.archive_seq > piece.after)
+        if piece.upto is not None:
+            conditions.append(table.archive_seq <= piece.upto)
+        return conditions
+
+    async def _holder(self, agent_session_id: uuid.UUID, archive_seq: int) -> uuid.UUID:
+        return (await self.lineage.of(agent_session_id)).holder_of_archive(archive_seq)
 
     def _of(
         self,
@@ -138,32 +164,37 @@ class ArchiveRepository:
     async def get(
         self, agent_session_id: uuid.UUID, archive_seq: int, *, lock: bool = False
     ) -> Archive | None:
-        statement = select(Archive).where(
-            *self._of(agent_session_id), Archive.archive_seq == archive_seq
-        )
+        """Archive ``archive_seq`` of the history (a fork's older ones are its ancestors'); with
+        ``lock``, to change it: only the agent session's own."""
+        holder = agent_session_id if lock else await self._holder(agent_session_id, archive_seq)
+        statement = select(Archive).where(*self._of(holder), Archive.archive_seq == archive_seq)
         if lock:
             statement = statement.with_for_update()
         return await self.db.scalar(statement)
 
+    async def _newest_first(
+        self, agent_session_id: uuid.UUID, before_seq: int | None, limit: int, **options: Any
+    ) -> list[Archive]:
+        upto = None if before_seq is None else before_seq - 1
+        found: list[Archive] = []
+        for piece in reversed(await self._pieces(agent_session_id, 0, upto)):
+            if len(found) >= limit:
+                break
+            statement = select(Archive).where(*self._in(piece))
+            if "columns" in options:
+                statement = statement.options(load_only(*options["columns"], raiseload=True))
+            statement = statement.order_by(Archive.archive_seq.desc()).limit(limit - len(found))
+            found += (await self.db.scalars(statement)).all()
+        return found
+
     async def page(
         self, agent_session_id: uuid.UUID, *, before_seq: int | None, limit: int
     ) -> Sequence[Archive]:
-        statement = select(Archive).where(*self._of(agent_session_id))
-        if before_seq is not None:
-            statement = statement.where(Archive.archive_seq < before_seq)
-        statement = statement.order_by(Archive.archive_seq.desc()).limit(limit)
-        return (await self.db.scalars(statement)).all()
+        return await self._newest_first(agent_session_id, before_seq, limit)
 
     async def index(self, agent_session_id: uuid.UUID, *, limit: int) -> Sequence[Archive]:
         """The newest archives, newest first, with only ``INDEX_COLUMNS`` loaded."""
-        statement = (
-            select(Archive)
-            .options(load_only(*INDEX_COLUMNS, raiseload=True))
-            .where(*self._of(agent_session_id))
-            .order_by(Archive.archive_seq.desc())
-            .limit(limit)
-        )
-        return (await self.db.scalars(statement)).all()
+        return await self._newest_first(agent_session_id, None, limit, columns=INDEX_COLUMNS)
 
     async def working_memory(
         self,
@@ -174,8 +205,22 @@ class ArchiveRepository:
         with_decisions: bool = False,
     ) -> WorkingMemory | None:
         """The working memory of the newest done archive (before ``before_seq``), or of done
-        archive ``archive_seq``; ``None`` when there is none. One statement: the archive row
-        by index, then its seven section rows by primary key."""
+        archive ``archive_seq``; ``None`` when there is none. One statement per lineage piece
+        (one for an agent session that is no fork), newest piece first: the archive row by
+        index, then its seven section rows by primary key."""
+        upto = archive_seq if before_seq is None else before_seq - 1
+        if archive_seq is not None:
+            upto = archive_seq if before_seq is None else min(archive_seq, before_seq - 1)
+        after = 0 if archive_seq is None else archive_seq - 1
+        for piece in reversed(await self._pieces(agent_session_id, after, upto)):
+            found = await self._working_memory_in(piece, with_decisions=with_decisions)
+            if found is not None:
+                return found
+        return None
+
+    async def _working_memory_in(
+        self, piece: Piece, *, with_decisions: bool
+    ) -> WorkingMemory | None:
         newest = select(
             Archive.tenant_id,
             Archive.agent_session_id,
@@ -187,7 +232,7 @@ class ArchiveRepository:
                 Archive.legacy_overview, case((Archive.is_legacy, Archive.overview))
             ).label("legacy_text"),
         ).where(
-            *self._of(agent_session_id),
+            *self._in(piece),
             Archive.status == ArchiveStatus.DONE,
             # A done archive imported without a working memory (its store had it switched off)
             # is no prior: its messages stay raw, as in the store it came from.
@@ -197,10 +242,6 @@ class ArchiveRepository:
                 Archive.is_legacy,
             ),
         )
-        if before_seq is not None:
-            newest = newest.where(Archive.archive_seq < before_seq)
-        if archive_seq is not None:
-            newest = newest.where(Archive.archive_seq == archive_seq)
         chosen = newest.order_by(Archive.archive_seq.desc()).limit(1).subquery()
         columns: list[Any] = [
             chosen.c.archive_seq,
@@ -274,11 +315,12 @@ class ArchiveRepository:
         self, agent_session_id: uuid.UUID, archive_seq: int
     ) -> list[RecordedDecision]:
         """The seven decisions recorded with an archive's section versions (none until done)."""
+        holder = await self._holder(agent_session_id, archive_seq)
         rows = await self.db.execute(
             select(WmSectionVersion.section, *_DECISION_COLUMNS)
             .where(
                 WmSectionVersion.tenant_id == self.scope.tenant_id,
-                WmSectionVersion.agent_session_id == agent_session_id,
+                WmSectionVersion.agent_session_id == holder,
                 WmSectionVersion.archive_seq == archive_seq,
             )
             .order_by(WmSectionVersion.position)
@@ -296,20 +338,29 @@ class ArchiveRepository:
         ]
 
     async def failed_between(
-        self, agent_session_id: uuid.UUID, *, after_seq: int, before_seq: int
+        self,
+        agent_session_id: uuid.UUID,
+        *,
+        after_seq: int,
+        before_seq: int,
+        with_done: bool = False,
     ) -> Sequence[Archive]:
-        return (
-            await self.db.scalars(
-                select(Archive)
-                .where(
-                    *self._of(agent_session_id),
-                    Archive.archive_seq > after_seq,
-                    Archive.archive_seq < before_seq,
-                    Archive.status.in_((ArchiveStatus.FAILED, ArchiveStatus.CLEARED)),
+        """The failed and cleared archives between two (and, ``with_done``, the done ones too:
+        between a prior working memory and the next archive, those are the archives done
+        without a working memory)."""
+        statuses = [ArchiveStatus.FAILED, ArchiveStatus.CLEARED]
+        if with_done:
+            statuses.append(ArchiveStatus.DONE)
+        found: list[Archive] = []
+        for piece in await self._pieces(agent_session_id, after_seq, before_seq - 1):
+            found += (
+                await self.db.scalars(
+                    select(Archive)
+                    .where(*self._in(piece), Archive.status.in_(statuses))
+                    .order_by(Archive.archive_seq)
                 )
-                .order_by(Archive.archive_seq)
-            )
-        ).all()
+            ).all()
+        return found
 
     async def history(
         self,
@@ -323,39 +374,39 @@ class ArchiveRepository:
     ) -> Sequence[WmSectionVersion]:
         """Section versions after ``(archive_seq, position)``, in that order, optionally only
         of archives ``from_archive..to_archive`` (both inclusive)."""
-        statement = select(WmSectionVersion).where(
-            *self._of(agent_session_id, WmSectionVersion),
-            func.row(WmSectionVersion.archive_seq, WmSectionVersion.position) > func.row(*after),
-        )
-        if from_archive is not None:
-            statement = statement.where(WmSectionVersion.archive_seq >= from_archive)
-        if to_archive is not None:
-            statement = statement.where(WmSectionVersion.archive_seq <= to_archive)
-        if section is not None:
-            statement = statement.where(WmSectionVersion.section == section.value)
-        statement = statement.order_by(
-            WmSectionVersion.archive_seq, WmSectionVersion.position
-        ).limit(limit)
-        return (await self.db.scalars(statement)).all()
+        found: list[WmSectionVersion] = []
+        lowest = max(after[0] - 1, 0 if from_archive is None else from_archive - 1)
+        for piece in await self._pieces(agent_session_id, lowest, to_archive):
+            if len(found) >= limit:
+                break
+            statement = select(WmSectionVersion).where(
+                *self._in(piece, WmSectionVersion),
+                func.row(WmSectionVersion.archive_seq, WmSectionVersion.position)
+                > func.row(*after),
+            )
+            if section is not None:
+                statement = statement.where(WmSectionVersion.section == section.value)
+            statement = statement.order_by(
+                WmSectionVersion.archive_seq, WmSectionVersion.position
+            ).limit(limit - len(found))
+            found += (await self.db.scalars(statement)).all()
+        return found
 
     async def messages(
         self, agent_session_id: uuid.UUID, ranges: Sequence[tuple[int, int]]
     ) -> list[dict[str, Any]]:
         """The OpenAI-format messages of the seq ranges, in order."""
         rows: list[dict[str, Any]] = []
+        lineage = await self.lineage.of(agent_session_id)
         for start_seq, end_seq in ranges:
-            rows += (
-                await self.db.scalars(
-                    select(Message.message)
-                    .where(
-                        Message.tenant_id == self.scope.tenant_id,
-                        Message.agent_session_id == agent_session_id,
-                        Message.seq >= start_seq,
-                        Message.seq <= end_seq,
+            for piece in lineage.seq_pieces(start_seq - 1, end_seq):
+                rows += (
+                    await self.db.scalars(
+                        select(Message.message)
+                        .where(in_piece(self.scope, piece))
+                        .order_by(Message.seq)
                     )
-                    .order_by(Message.seq)
-                )
-            ).all()
+                ).all()
         return rows
 
     async def insert_sections(self, rows: Sequence[SectionVersionRow]) -> None:

@@ -7,6 +7,7 @@ database or ORM module (an import contract holds it).
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, Literal
@@ -100,6 +101,33 @@ class RestoreCreate(BaseModel):
         strict=True,
         description="the done archive whose working memory becomes current again",
     )
+
+
+class ForkCreate(BaseModel):
+    """``POST /v1/sessions/{id}:fork``: where to fork, exactly one of the two."""
+
+    model_config = ConfigDict(extra="forbid")
+    at_archive: int | None = Field(
+        default=None,
+        ge=1,
+        le=2**31 - 1,
+        strict=True,
+        description="fork at the end of this done archive: its messages and working memory",
+    )
+    at_seq: int | None = Field(
+        default=None,
+        ge=1,
+        le=2**63 - 1,
+        strict=True,
+        description="fork after this message: the newest done archive ending at or before it "
+        "gives the working memory, the messages after that archive are live in the fork",
+    )
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> ForkCreate:
+        if (self.at_archive is None) == (self.at_seq is None):
+            raise ValueError("give exactly one of at_archive and at_seq")
+        return self
 
 
 class DecisionRead(BaseModel):
@@ -241,6 +269,26 @@ class WorkingMemoryRead(BaseModel):
         )
 
 
+class ArchiveActionCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    reason: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=1000,
+        description="why, kept with the action in the archive's audit trail",
+    )
+
+
+class ArchiveActionRead(BaseModel):
+    action: Literal["retry", "clear"]
+    actor: Literal["api_key", "operator"] = Field(
+        description="an API key, or the operator from the command line"
+    )
+    api_key_id: uuid.UUID | None = Field(description="the key that asked; null for the operator")
+    reason: str | None
+    created_at: datetime
+
+
 class ArchiveExpanded(ArchiveRead):
     overview: str | None
     legacy_overview: str | None
@@ -255,6 +303,10 @@ class ArchiveExpanded(ArchiveRead):
     produced_memories: list[ProducedMemoryRead] = Field(
         description="the long-term memory changes this archive made (provenance: memories → "
         "archive via their events, archive → memories here)"
+    )
+    actions: list[ArchiveActionRead] = Field(
+        default_factory=list,
+        description="every retry and clear of this archive, oldest first: who, when and why",
     )
 
 

@@ -23,6 +23,7 @@ from typing import Any
 import psycopg
 from sqlalchemy import exc as sa_exc
 
+from app import telemetry
 from app.archives import queue
 from app.archives.generation import WorkingMemoryGenerator
 from app.archives.jobs import ArchiveJobService, LeaseLost
@@ -41,6 +42,7 @@ from app.metrics import (
     record_decisions,
 )
 from app.models import ArchiveStatus
+from app.usage.records import calls_for
 
 logger = logging.getLogger(__name__)
 
@@ -168,27 +170,41 @@ class ArchiveWorker:
             await asyncio.gather(heartbeat, return_exceptions=True)
         PHASE2_DURATION.labels(outcome).observe(time.perf_counter() - started)
 
+    @telemetry.traced(
+        "workmem.archive.generate",
+        lambda self, claim: {
+            **telemetry.ids(claim.tenant_id, claim.agent_session_id, claim.archive_seq),
+            "workmem.attempt": claim.attempt,
+        },
+    )
     async def _process(self, claim: Claim) -> str:
         """Phase 2 of one claimed archive; its outcome (``done``, ``retry``, ``failed``,
-        ``lease_lost``) for the metrics."""
+        ``lease_lost``) for the metrics. Model calls made for it are the archive's."""
+        with calls_for(claim.tenant_id, claim.agent_session_id, claim.archive_seq):
+            return await self._phase2(claim)
+
+    async def _phase2(self, claim: Claim) -> str:
         started = time.perf_counter()
         stage = "load"
         try:
             async with self.database.tenant(claim.tenant_id) as db:
                 work = await ArchiveJobService(db, claim.tenant_id).load(claim)
             stage = "generate"
-            generated = await self.generator.generate(
-                work.prior,
-                work.openai_messages,
-                seqs=work.seqs,
-                pins=[pin.line for pin in work.pins],
-                pinned_seqs=frozenset(
-                    pin.message_seq for pin in work.pins if pin.message_seq is not None
-                ),
-            )
+            # The memory policy (read with the work) says which of the two the archive makes.
+            generated = None
+            if work.policy.working_memory:
+                generated = await self.generator.generate(
+                    work.prior,
+                    work.openai_messages,
+                    seqs=work.seqs,
+                    pins=[pin.line for pin in work.pins],
+                    pinned_seqs=frozenset(
+                        pin.message_seq for pin in work.pins if pin.message_seq is not None
+                    ),
+                )
             # Never raises: a failure to extract or embed is reported, the WM goes on.
             prepared = None
-            if self.memories is not None:
+            if self.memories is not None and work.policy.long_term_extraction:
                 prepared = await self.memories.prepare(work.numbered)
             stage = "write"
             async with self.database.tenant(claim.tenant_id) as db:
@@ -207,16 +223,18 @@ class ArchiveWorker:
             logger.exception("archive processing failed", extra=_ids(claim))
             return await self._retry_or_fail(claim, stage, f"{type(error).__name__}: {error}"[:500])
         ARCHIVES_FINISHED.labels("done").inc()
-        GENERATORS.labels(generated.generator).inc()
-        record_decisions(
-            (None if d.guard is None else d.guard.value, d.reason.value)
-            for d in generated.result.decisions
-        )
+        if generated is not None:
+            GENERATORS.labels(generated.generator).inc()
+            telemetry.annotate(**{"workmem.generator": generated.generator})
+            record_decisions(
+                (None if d.guard is None else d.guard.value, d.reason.value)
+                for d in generated.result.decisions
+            )
         logger.info(
             "archive done",
             extra={
                 **_ids(claim),
-                "generator": generated.generator,
+                "generator": None if generated is None else generated.generator,
                 "duration_ms": round((time.perf_counter() - started) * 1000, 1),
             },
         )

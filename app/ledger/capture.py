@@ -78,6 +78,7 @@ def ledger_entry(context: AssembledContext, *, source: str) -> LedgerEntry:
         "clear_tool_results_exclude": []
         if context.clearing is None
         else sorted(context.clearing.excluded),
+        "clear_messages_path": None if context.clearing is None else context.clearing.messages_path,
         "recall": None
         if recall is None
         else {
@@ -98,7 +99,13 @@ def ledger_entry(context: AssembledContext, *, source: str) -> LedgerEntry:
         pin_ids=tuple(pin.pin_id for pin in context.pins),
         pins_sent=len(result.pinned.included),
         memories=tuple(
-            MemoryRef(hit.memory.memory_id, hit.score) for hit in result.recall.included
+            MemoryRef(
+                hit.memory.memory_id,
+                hit.score,
+                _sha(hit.memory.content),
+                hit.memory.updated_at.isoformat(),
+            )
+            for hit in result.recall.included
         ),
         tail_seqs=tail,
         filled_seqs=filled,

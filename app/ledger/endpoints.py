@@ -10,7 +10,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 
 from app.deps import DatabaseDep
-from app.ledger.presenter import context_record_read
+from app.ledger.presenter import context_record_read, rendered_read
 from app.ledger.schemas import ContextRecordPage, ContextRecordRead
 from app.ledger.service import LedgerService
 from app.tenancy.auth import Reader
@@ -49,8 +49,17 @@ async def get_context_record(
     context_id: uuid.UUID,
     principal: Reader,
     database: DatabaseDep,
+    render: Annotated[
+        bool,
+        Query(
+            description="rebuild the messages from the rows the context names and compare "
+            "their sha256 with the recorded one; what was since erased or redacted is named"
+        ),
+    ] = False,
 ) -> ContextRecordRead:
     """One recorded context: what it was made of, by id, seq and hash."""
     async with database.tenant(principal.tenant_id) as db:
-        row = await LedgerService(db, principal).get(agent_session_id, context_id)
-        return context_record_read(row)
+        service = LedgerService(db, principal)
+        row = await service.get(agent_session_id, context_id)
+        rendering = await service.render(row) if render else None
+        return context_record_read(row, None if rendering is None else rendered_read(rendering))

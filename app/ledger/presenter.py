@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 from typing import Any, cast
 
+from app.ledger.records import Rendering
 from app.ledger.schemas import (
     ContextRecordRead,
     RecordedMemory,
@@ -13,6 +14,7 @@ from app.ledger.schemas import (
     RecordedSummary,
     RenderedContext,
     SectionVersionRef,
+    Unavailable,
 )
 from app.models import ContextRecord
 
@@ -37,7 +39,12 @@ def context_record_read(
         summary=summary,
         pins=RecordedPins(pin_ids=list(row.pin_ids), sent=row.pins_sent),
         memories=[
-            RecordedMemory(memory_id=uuid.UUID(ref["memory_id"]), score=ref["score"])
+            RecordedMemory(
+                memory_id=uuid.UUID(ref["memory_id"]),
+                score=ref["score"],
+                content_sha256=ref["content_sha256"],
+                updated_at=ref["updated_at"],
+            )
             for ref in row.memories
         ],
         tail=RecordedRun(
@@ -56,4 +63,18 @@ def context_record_read(
         message_count=row.message_count,
         messages_sha256=row.messages_sha256,
         render=render,
+    )
+
+
+def rendered_read(rendering: Rendering) -> RenderedContext:
+    return RenderedContext(
+        messages=rendering.messages,
+        system_prompt_addition=rendering.system_prompt_addition,
+        messages_sha256=rendering.messages_sha256,
+        matches=rendering.matches,
+        system_prompt_addition_matches=rendering.system_prompt_addition_matches,
+        unavailable=[
+            Unavailable(part=cast(Any, item.part), id=item.id, reason=cast(Any, item.reason))
+            for item in rendering.unavailable
+        ],
     )

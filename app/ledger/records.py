@@ -56,8 +56,14 @@ class SectionRef:
 
 @dataclass(frozen=True, slots=True)
 class MemoryRef:
+    """A recalled memory as it was sent: memories are restated in place, so the ledger keeps
+    the hash of the content and the time it was last stated, and a rebuild finds that content
+    in the memory's history."""
+
     memory_id: uuid.UUID
     score: float
+    content_sha256: str
+    updated_at: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,3 +120,27 @@ class LedgerEntry:
     parts_sha256: Mapping[str, str | None]
     message_count: int
     messages_sha256: str
+
+
+@dataclass(frozen=True, slots=True)
+class Unavailable:
+    """Something a recorded context used that is no longer as it was: ``part`` is ``summary``
+    (``id`` the section), ``memory``, ``pin`` or ``message`` (``id`` the seq); ``reason`` is
+    ``erased`` (gone), ``redacted`` (its content replaced) or ``changed``."""
+
+    part: str
+    id: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Rendering:
+    """A recorded context rebuilt: its messages and hint, their hashes compared with the
+    recorded ones, and what could not be used as it was."""
+
+    messages: list[dict[str, Any]]
+    system_prompt_addition: str
+    messages_sha256: str
+    matches: bool
+    system_prompt_addition_matches: bool
+    unavailable: tuple[Unavailable, ...]

@@ -43,7 +43,13 @@ class ContextRecordRepository:
                 pin_ids=list(entry.pin_ids),
                 pins_sent=entry.pins_sent,
                 memories=[
-                    {"memory_id": str(ref.memory_id), "score": ref.score} for ref in entry.memories
+                    {
+                        "memory_id": str(ref.memory_id),
+                        "score": ref.score,
+                        "content_sha256": ref.content_sha256,
+                        "updated_at": ref.updated_at,
+                    }
+                    for ref in entry.memories
                 ],
                 tail_start_seq=tail[0] if tail else None,
                 tail_end_seq=tail[-1] if tail else None,

@@ -34,6 +34,8 @@ class RecordedPins(BaseModel):
 class RecordedMemory(BaseModel):
     memory_id: uuid.UUID
     score: float
+    content_sha256: str = Field(description="the content as it was sent (memories are restated)")
+    updated_at: datetime = Field(description="when it had last been stated, as it was sent")
 
 
 class RecordedRun(BaseModel):

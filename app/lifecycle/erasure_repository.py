@@ -20,6 +20,7 @@ from app.tenancy.principal import Scope
 
 # Children before parents: each table's rows of the agent session, before the agent session.
 SESSION_TABLES: Final = (
+    "context_records",
     "message_redactions",
     "message_retractions",
     "pin_events",
@@ -41,6 +42,12 @@ KNOWN_TABLES: Final = frozenset(
         "user_erasures",
     }
 )
+
+UNLINKED_TABLES: Final = frozenset({"model_calls", "archive_actions"})
+"""Tables whose rows go with the agent session by their foreign key, not by a delete of their
+own: ``model_calls`` keeps its rows with the ``agent_session_id`` set to NULL (what the models
+cost stays on the tenant's bill, with no id of the user); ``archive_actions`` (an audit record
+the service may not delete) loses them with the agent session."""
 
 _OTHER_TABLES = text(
     """
@@ -98,11 +105,13 @@ class ErasureRepository:
     # --- what there is to erase ------------------------------------------------------------
 
     async def sessions_of(self, user_id: str, *, limit: int) -> list[uuid.UUID]:
+        # Newest first: a fork is newer than the agent sessions it shares history with (which
+        # cannot be deleted before it), and it is always its user's too.
         rows = await self.db.scalars(
             text(
                 "SELECT agent_session_id FROM agent_sessions "
                 "WHERE tenant_id = :tenant_id AND user_id = :user_id "
-                "ORDER BY created_at, agent_session_id LIMIT :limit"
+                "ORDER BY created_at DESC, agent_session_id DESC LIMIT :limit"
             ),
             self._bind(user_id=user_id, limit=limit),
         )
@@ -143,8 +152,10 @@ class ErasureRepository:
         by_session = [row.table_name for row in rows if row.by_session]
         by_user = [row.table_name for row in rows if row.by_user and not row.by_session]
         return (
-            _ordered([t for t in by_session if t not in KNOWN_TABLES], references),
-            _ordered([t for t in by_user if t not in KNOWN_TABLES], references),
+            _ordered(
+                [t for t in by_session if t not in KNOWN_TABLES | UNLINKED_TABLES], references
+            ),
+            _ordered([t for t in by_user if t not in KNOWN_TABLES | UNLINKED_TABLES], references),
         )
 
     # --- one agent session ---------------------------------------------------------------------
@@ -192,6 +203,26 @@ class ErasureRepository:
             self._bind(ids=list(memory_ids)),
         )
         return _count(result)
+
+    async def may_delete(self, table: str) -> bool:
+        """Whether the service's login may delete from ``table`` (an append-only audit table
+        loses an agent session's rows only by its foreign key's cascade)."""
+        allowed = await self.db.scalar(
+            text("SELECT has_table_privilege(CAST(:table AS text), 'DELETE')"),
+            {"table": f'public."{table}"'},
+        )
+        return bool(allowed)
+
+    async def count_session_rows(self, table: str, agent_session_id: uuid.UUID) -> int:
+        # Table names come from the catalogue, never from input.
+        found = await self.db.scalar(
+            text(
+                f'SELECT count(*) FROM "{table}" '  # noqa: S608
+                "WHERE tenant_id = :tenant_id AND agent_session_id = :sid"
+            ),
+            self._bind(sid=agent_session_id),
+        )
+        return int(found or 0)
 
     async def delete_session_rows(self, table: str, agent_session_id: uuid.UUID) -> int:
         # Table names come from this module or the catalogue, never from input.

@@ -93,6 +93,11 @@ SELECT s.agent_session_id
  WHERE s.tenant_id = :tenant_id
    AND s.created_at < now() - make_interval(days => :days)
    AND s.updated_at < now() - make_interval(days => :days)
+   -- An agent session whose history a fork shares stays until its forks are gone.
+   AND NOT EXISTS (SELECT 1 FROM agent_sessions f
+                    WHERE f.tenant_id = s.tenant_id AND f.parent_session_id = s.agent_session_id)
+   AND NOT EXISTS (SELECT 1 FROM agent_session_lineage l
+                    WHERE l.tenant_id = s.tenant_id AND l.ancestor_session_id = s.agent_session_id)
  ORDER BY s.updated_at, s.agent_session_id
  LIMIT :batch
    FOR UPDATE SKIP LOCKED

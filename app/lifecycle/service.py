@@ -109,6 +109,12 @@ class RedactionService:
             if seq > agent_session.last_seq
             else await self.redactions.message(agent_session_id, seq)
         )
+        if message is None and seq <= agent_session.last_seq:
+            holder = await self.agent_sessions.holder_of(agent_session_id, seq)
+            raise Conflict(
+                f"message {seq} is shared with agent session {holder}, this fork's ancestor; "
+                "redact it there, and it is redacted for every fork that shares it"
+            )
         if message is None:
             raise NotFound(f"message {seq} not found")
         done = await self.redactions.redaction(agent_session_id, seq)

@@ -19,7 +19,14 @@ from app.memories.candidates import DEFAULT_VALUE_CONFIG, ValueConfig, value_fil
 from app.memories.changes import DEFAULT_DUPLICATE_SIMILARITY
 from app.memories.embedding import Embedder, EmbeddingError
 from app.memories.hashing import HashingEmbedder
-from app.memories.records import Candidate, Extraction, Failure, FailureStage, MemoryReport
+from app.memories.records import (
+    Candidate,
+    Extraction,
+    Failure,
+    FailureStage,
+    MemoryReport,
+    SkipReason,
+)
 from app.wm.prompts import batch_messages
 
 logger = logging.getLogger(__name__)
@@ -44,13 +51,19 @@ class Prepared:
     duplicate_similarity: float = DEFAULT_DUPLICATE_SIMILARITY
     """The cosine at which the write path (``jobs``) takes a candidate for a restatement."""
 
-    def report(self, *, added: int = 0, updated: int = 0, superseded: int = 0) -> MemoryReport:
+    def report(
+        self, *, added: int = 0, updated: int = 0, superseded: int = 0, not_allowed: int = 0
+    ) -> MemoryReport:
+        """``not_allowed``: candidates of categories the memory policy does not allow."""
+        skipped = dict(self.extraction.skipped)
+        if not_allowed:
+            skipped[SkipReason.NOT_ALLOWED.value] = not_allowed
         return MemoryReport(
             extractor=self.extraction.extractor,
             added=added,
             updated=updated,
             superseded=superseded,
-            skipped=self.extraction.skipped,
+            skipped=skipped,
             failed=self.failed,
             calls=self.usage.calls,
             prompt_tokens=self.usage.prompt_tokens,

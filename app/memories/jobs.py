@@ -21,6 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.lifecycle.retention_service import memory_lifetimes
 from app.memories.changes import SLOTTED_CATEGORIES, decide
 from app.memories.extraction import Prepared
+from app.memories.policy import EVERYTHING, EffectivePolicy
 from app.memories.records import Candidate, EventKind, MemoryReport, Source
 from app.memories.repository import MemoryRepository
 from app.memories.store import MemoryStore
@@ -40,16 +41,25 @@ class MemoryJobService:
         self.memories = MemoryRepository(db, Scope(tenant_id))
         self.outbox = WebhookOutbox(db, tenant_id)
 
-    async def apply(self, prepared: Prepared, source: Source) -> MemoryReport:
-        """Store ``prepared``'s candidates for ``source``; the report says what happened."""
+    async def apply(
+        self, prepared: Prepared, source: Source, policy: EffectivePolicy = EVERYTHING
+    ) -> MemoryReport:
+        """Store ``prepared``'s candidates of the categories ``policy`` allows for ``source``;
+        the report says what happened (candidates of other categories are counted as skipped,
+        reason ``not_allowed``)."""
         if prepared.failed is not None or not prepared.extraction.candidates:
             return prepared.report()
+        pairs = list(zip(prepared.extraction.candidates, prepared.vectors, strict=True))
+        allowed = [(c, v) for c, v in pairs if policy.allows(c.category)]
+        not_allowed = len(pairs) - len(allowed)
+        if not allowed:
+            return prepared.report(not_allowed=not_allowed)
         await self.store.lock_user(source.user_id)
         lifetimes = await memory_lifetimes(self.db, self.tenant_id)
         counts = {EventKind.ADD: 0, EventKind.UPDATE: 0, EventKind.SUPERSEDE: 0}
         actor = f"extractor:{prepared.extraction.extractor}"
         events: list[dict[str, Any]] = []
-        for candidate, vector in zip(prepared.extraction.candidates, prepared.vectors, strict=True):
+        for candidate, vector in allowed:
             model = prepared.embedding_model
             category = candidate.category.value
             nearest = await self.store.nearest(source.user_id, category, vector, model)
@@ -131,6 +141,7 @@ class MemoryJobService:
             added=counts[EventKind.ADD],
             updated=counts[EventKind.UPDATE],
             superseded=counts[EventKind.SUPERSEDE],
+            not_allowed=not_allowed,
         )
 
     async def count_stale(self, model: str) -> int:

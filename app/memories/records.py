@@ -53,6 +53,8 @@ class SkipReason(StrEnum):
     """A model-proposed memory that does not match the ``record_memories`` schema."""
     UNSOURCED = "unsourced"
     """A model-proposed memory citing no message of the archive."""
+    NOT_ALLOWED = "not_allowed"
+    """A memory of a category the agent session's memory policy does not allow."""
 
 
 class FailureStage(StrEnum):

@@ -28,6 +28,14 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.memories.ranking import RRF_K, SCORE_DIGITS
 from app.memories.records import ProducedMemory, SearchHit, StoredEvent, StoredMemory
+from app.memories.search_sql import EF_SEARCH, ITERATIVE, SEARCH_BY_INDEX, SEARCH_EXACT, SIZES
+from app.memories.vector_plan import (
+    COUNT_CAP,
+    DEFAULT_EF_SEARCH,
+    Sizes,
+    VectorPlan,
+    parse_version,
+)
 from app.models import Memory, MemoryEvent
 from app.tenancy.principal import Scope
 
@@ -79,72 +87,6 @@ async def column_dimension(db: AsyncSession) -> int | None:
 
 def vector_text(vector: Sequence[float]) -> str:
     return "[" + ",".join(map(str, vector)) + "]"
-
-
-# One statement: each retriever is ORDER BY … LIMIT on its own index — HNSW for the vector, GIN
-# for the text (websearch syntax: all words, "quoted phrases", or, -word) through
-# workmem_memory_text_candidates, which the schema's revision explains — then reciprocal rank
-# fusion, the min_score cut on the rounded cosine similarity, ties by recency and id, and only
-# the final rows are read. Only like vectors are compared; both retrievers see the same rows
-# (the tenant, the key's user, the filters, current memories unless asked). Text SQL, as the
-# claim of the archive worker is: CTEs, window functions and a set-returning function read best
-# as written.
-_SEARCH = text(
-    """
-WITH by_vector AS (
-    SELECT memory_id, 1 - distance AS similarity, updated_at,
-           row_number() OVER (ORDER BY distance, memory_id) AS rank
-    FROM (
-        SELECT memory_id, updated_at, embedding <=> CAST(:vector AS vector) AS distance
-        FROM memories
-        WHERE tenant_id = :tenant_id AND embedding_model = :model
-          AND (expires_at IS NULL OR expires_at > now())
-          AND (:include_superseded OR superseded_by IS NULL)
-          AND (CAST(:bound_user AS text) IS NULL OR user_id = CAST(:bound_user AS text))
-          AND (CAST(:user_id AS text) IS NULL OR user_id = CAST(:user_id AS text))
-          AND (CAST(:category AS text) IS NULL OR category = CAST(:category AS text))
-        ORDER BY embedding <=> CAST(:vector AS vector)
-        LIMIT :per_retriever
-    ) AS nearest
-), by_text AS (
-    SELECT c.memory_id, c.similarity, c.updated_at,
-           row_number() OVER (ORDER BY c.text_rank DESC, c.memory_id) AS rank
-    FROM workmem_memory_text_candidates(
-        CAST(:query AS text), CAST(:vector AS vector), CAST(:per_retriever AS integer),
-        CAST(:model AS text), CAST(:bound_user AS text), CAST(:user_id AS text),
-        CAST(:category AS text), CAST(:include_superseded AS boolean)) AS c
-    WHERE NOT EXISTS (
-        SELECT FROM memories x
-        WHERE x.tenant_id = :tenant_id AND x.memory_id = c.memory_id AND x.expires_at <= now()
-    )
-), fused AS (
-    SELECT memory_id, min(vector_rank) AS vector_rank, min(text_rank) AS text_rank,
-           sum(1.0::float8 / (:rrf_k + rank)) AS fused,
-           round(max(similarity)::numeric, :digits) AS score, max(updated_at) AS updated_at
-    FROM (
-        SELECT memory_id, rank AS vector_rank, NULL::bigint AS text_rank, rank, similarity,
-               updated_at
-        FROM by_vector
-        UNION ALL
-        SELECT memory_id, NULL::bigint, rank, rank, similarity, updated_at FROM by_text
-    ) AS ranked
-    GROUP BY memory_id
-), best AS (
-    SELECT * FROM fused
-    WHERE score >= :min_score
-    ORDER BY fused DESC, updated_at DESC, memory_id
-    LIMIT :limit
-)
-SELECT b.vector_rank, b.text_rank, b.fused, b.score,
-       m.memory_id, m.user_id, m.agent_id, m.category, m.slot, m.slot_value, m.content,
-       m.confidence, m.agent_session_id, m.archive_seq, m.source_seqs, m.embedding_model,
-       m.superseded_by, m.created_at, m.updated_at, m.expires_at
-FROM best b
-JOIN memories m ON m.tenant_id = :tenant_id AND m.memory_id = b.memory_id
-WHERE m.expires_at IS NULL OR m.expires_at > now()
-ORDER BY b.fused DESC, b.updated_at DESC, b.memory_id
-"""
-)
 
 
 def _memory_at(row: Sequence[Any], start: int) -> StoredMemory:
@@ -224,6 +166,33 @@ class MemoryRepository:
 
     # --- search and reads --------------------------------------------------------------------
 
+    def _filters(
+        self, *, model: str, user_id: str | None, category: str | None, include_superseded: bool
+    ) -> dict[str, Any]:
+        return {
+            "tenant_id": self.scope.tenant_id,
+            "bound_user": self.scope.user_id,
+            "user_id": user_id,
+            "category": category,
+            "include_superseded": include_superseded,
+            "model": model,
+        }
+
+    async def sizes(
+        self, *, model: str, user_id: str | None, category: str | None, include_superseded: bool
+    ) -> Sizes:
+        """How many visible rows the filters keep (at most ``COUNT_CAP``), how many the table
+        holds, and the pgvector version: what ``choose_plan`` needs."""
+        filters = self._filters(
+            model=model, user_id=user_id, category=category, include_superseded=include_superseded
+        )
+        row = (await self.db.execute(SIZES, {**filters, "cap": COUNT_CAP})).one()
+        return Sizes(
+            filtered_rows=int(row[0]),
+            table_rows=max(int(row[1] or 0), 0),
+            pgvector=parse_version(row[2]),
+        )
+
     async def search(
         self,
         *,
@@ -236,17 +205,23 @@ class MemoryRepository:
         include_superseded: bool,
         min_score: float,
         limit: int,
+        plan: VectorPlan,
     ) -> list[SearchHit]:
-        """Hybrid search of the visible memories made by embedder ``model``, best first."""
+        """Hybrid search of the visible memories made by embedder ``model``, best first; the
+        vector retriever searches as ``plan`` says."""
+        if plan.iterative:
+            await self.db.execute(ITERATIVE, {"ef_search": str(plan.ef_search)})
+        elif not plan.exact and plan.ef_search != DEFAULT_EF_SEARCH:
+            await self.db.execute(EF_SEARCH, {"ef_search": str(plan.ef_search)})
         result = await self.db.execute(
-            _SEARCH,
+            SEARCH_EXACT if plan.exact else SEARCH_BY_INDEX,
             {
-                "tenant_id": self.scope.tenant_id,
-                "bound_user": self.scope.user_id,
-                "user_id": user_id,
-                "category": category,
-                "include_superseded": include_superseded,
-                "model": model,
+                **self._filters(
+                    model=model,
+                    user_id=user_id,
+                    category=category,
+                    include_superseded=include_superseded,
+                ),
                 "vector": vector_text(vector),
                 "query": query,
                 "per_retriever": per_retriever,

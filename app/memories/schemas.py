@@ -10,11 +10,45 @@ import uuid
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
+from app.memories.policy import MemoryPolicy, parse_policy
 from app.memories.records import ProducedMemory, SearchHit, StoredEvent, StoredMemory
 
 CategoryName = Literal["profile", "preference", "entity", "event", "lesson"]
+
+
+class MemoryPolicyFields(BaseModel):
+    """A memory policy: which memory the archives of an agent session may produce. A field left
+    out (or null) is not set here and falls to the next layer: the agent session's own policy,
+    then its user's, then everything on."""
+
+    model_config = ConfigDict(extra="forbid")
+    working_memory: bool | None = Field(
+        default=None, strict=True, description="make the working memory at each archive"
+    )
+    long_term_extraction: bool | None = Field(
+        default=None, strict=True, description="extract long-term memories at each archive"
+    )
+    memory_types: list[CategoryName] | None = Field(
+        default=None,
+        min_length=1,
+        description="the only categories of long-term memory stored (not empty)",
+    )
+
+    def policy(self) -> MemoryPolicy:
+        return parse_policy(self.model_dump(exclude_none=True))
+
+    @classmethod
+    def of(cls, stored: dict[str, Any]) -> MemoryPolicyFields:
+        return cls.model_validate(parse_policy(stored).to_json())
+
+
+class UserMemoryPolicyRead(BaseModel):
+    user_id: str
+    memory_policy: MemoryPolicyFields
+    updated_by: uuid.UUID = Field(description="the API key that last set it")
+    updated_at: datetime
 
 
 class MemoryRead(BaseModel):

@@ -13,9 +13,9 @@ import uuid
 from dataclasses import dataclass
 from typing import Final
 
-from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app import telemetry
 from app.cursors import decode_cursor, encode_cursor
 from app.errors import InvalidInput, NotFound, Unavailable
 from app.memories.embedding import Embedder, EmbeddingError, dimension_problem
@@ -28,6 +28,7 @@ from app.memories.records import (
     StoredMemory,
 )
 from app.memories.repository import MemoryRepository, column_dimension
+from app.memories.vector_plan import SIZES, VectorPlan, choose_plan
 from app.tenancy.principal import Principal
 from app.validation import find_unstorable
 from app.webhooks.events import MEMORY_CHANGED, memory_data
@@ -90,6 +91,15 @@ class MemoryService:
         self.principal = principal
         self.memories = MemoryRepository(db, principal.scope)
 
+    @telemetry.traced(
+        "retrieval workmem.memories",
+        lambda self, query, **options: {
+            **telemetry.ids(self.principal.tenant_id),
+            telemetry.OPERATION: "retrieval",
+            telemetry.DATA_SOURCE: "workmem.memories",
+            "workmem.limit": options.get("limit", 5),
+        },
+    )
     async def search(
         self,
         query: MemoryQuery,
@@ -109,9 +119,14 @@ class MemoryService:
             # No content word in the query: nothing to compare, and nothing to match as text.
             return []
         per_retriever = per_retriever or max(CANDIDATES_PER_RETRIEVER, 4 * limit)
-        if per_retriever > CANDIDATES_PER_RETRIEVER:
-            # The HNSW scan returns at most ef_search rows; widen it for larger requests.
-            await self.db.execute(text(f"SET LOCAL hnsw.ef_search = {int(per_retriever)}"))
+        plan = await self.vector_plan(
+            query,
+            limit=limit,
+            per_retriever=per_retriever,
+            user_id=user_id,
+            category=category,
+            include_superseded=include_superseded,
+        )
         return await self.memories.search(
             query=query.text,
             vector=query.vector,
@@ -122,6 +137,39 @@ class MemoryService:
             include_superseded=include_superseded,
             min_score=min_score,
             limit=limit,
+            plan=plan,
+        )
+
+    async def vector_plan(
+        self,
+        query: MemoryQuery,
+        *,
+        limit: int,
+        per_retriever: int,
+        user_id: str | None,
+        category: str | None,
+        include_superseded: bool,
+    ) -> VectorPlan:
+        """Exact or index search for these filters (``vector_plan``), from counts this process
+        remembers for a minute."""
+        model = query.embedding_model
+        scope = self.principal.scope
+        key = (scope.tenant_id, scope.user_id, model, user_id, category, include_superseded)
+        sizes = SIZES.get(key)
+        if sizes is None:
+            sizes = await self.memories.sizes(
+                model=model,
+                user_id=user_id,
+                category=category,
+                include_superseded=include_superseded,
+            )
+            SIZES.put(key, sizes)
+        return choose_plan(
+            filtered_rows=sizes.filtered_rows,
+            table_rows=sizes.table_rows,
+            limit=limit,
+            per_retriever=per_retriever,
+            pgvector=sizes.pgvector,
         )
 
     async def recall(

@@ -15,6 +15,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.message_search.records import Hit
+from app.sessions.lineage_repository import LineageReader
 from app.tenancy.principal import Scope
 
 # The snippet is cut from the message's own text: ts_headline runs over the text as indexed
@@ -59,13 +60,27 @@ class HistoryRepository:
     def __init__(self, db: AsyncSession, scope: Scope) -> None:
         self.db = db
         self.scope = scope
+        self.lineage = LineageReader(db, scope)
 
     async def search(
         self, agent_session_id: uuid.UUID, query: str, *, from_seq: int, to_seq: int, limit: int
     ) -> list[Hit]:
+        """The best hits in ``from_seq..to_seq``; a fork's are searched in each agent session
+        holding a part of its history (one statement each) and ranked together."""
         # The search is bounded in time too, well below the service's statement timeout: a
         # query that would still take long answers 503 and holds a connection no longer.
         await self.db.execute(_BOUND, {"ms": str(SEARCH_TIMEOUT_MS)})
+        lineage = await self.lineage.of(agent_session_id)
+        hits: list[Hit] = []
+        for piece in lineage.seq_pieces(from_seq - 1, to_seq):
+            last = to_seq if piece.upto is None else piece.upto
+            hits += await self._search(piece.agent_session_id, query, piece.after + 1, last, limit)
+        hits.sort(key=lambda hit: (-hit.rank, -hit.seq))
+        return hits[:limit]
+
+    async def _search(
+        self, agent_session_id: uuid.UUID, query: str, from_seq: int, to_seq: int, limit: int
+    ) -> list[Hit]:
         rows = await self.db.execute(
             _SEARCH,
             {

@@ -1,21 +1,30 @@
 """ORM tables, one module per aggregate. Importing this package registers every table."""
 
-from app.models.archives import Archive, ArchiveStatus, WmSectionVersion
+from app.models.archives import Archive, ArchiveAction, ArchiveStatus, WmSectionVersion
 from app.models.audit import AuditorLogin
 from app.models.idempotency import IdempotencyKey
 from app.models.ledger import ContextRecord
 from app.models.lifecycle import ReceiptKey, UserErasure
-from app.models.memories import Memory, MemoryEvent
+from app.models.memories import Memory, MemoryEvent, UserMemoryPolicy
 from app.models.pins import Pin, PinEvent
 from app.models.retention import RetentionPolicy
-from app.models.sessions import AgentSession, Message, MessageRedaction, MessageRetraction
+from app.models.sessions import (
+    AgentSession,
+    AgentSessionLineage,
+    Message,
+    MessageRedaction,
+    MessageRetraction,
+)
 from app.models.tenancy import ApiKey, Tenant
+from app.models.usage import ModelCall
 from app.models.webhooks import WebhookAttempt, WebhookDelivery, WebhookSubscription
 
 __all__ = [
     "AgentSession",
+    "AgentSessionLineage",
     "ApiKey",
     "Archive",
+    "ArchiveAction",
     "ArchiveStatus",
     "AuditorLogin",
     "ContextRecord",
@@ -25,12 +34,14 @@ __all__ = [
     "Message",
     "MessageRedaction",
     "MessageRetraction",
+    "ModelCall",
     "Pin",
     "PinEvent",
     "ReceiptKey",
     "RetentionPolicy",
     "Tenant",
     "UserErasure",
+    "UserMemoryPolicy",
     "WebhookAttempt",
     "WebhookDelivery",
     "WebhookSubscription",

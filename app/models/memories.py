@@ -84,7 +84,8 @@ class Memory(Base):
         ARRAY(BigInteger), server_default=text("'{}'::bigint[]")
     )
     # The dimension is the installation's (fixed by the revision from WORKMEM_EMBEDDING_DIM).
-    embedding: Mapped[list[float]] = mapped_column(VECTOR())
+    embedding: Mapped[list[float] | None] = mapped_column(VECTOR())
+    """NULL once the memory is redacted (with ``embedding_model`` ``[redacted]``)."""
     embedding_model: Mapped[str] = mapped_column(Text)
     superseded_by: Mapped[uuid.UUID | None] = mapped_column(UUID(as_uuid=True))
     created_at: Mapped[CreatedAt]
@@ -128,3 +129,18 @@ class MemoryEvent(Base):
     actor: Mapped[str] = mapped_column(Text)
     details: Mapped[dict[str, Any]] = mapped_column(server_default=text("'{}'::jsonb"))
     created_at: Mapped[datetime] = mapped_column(server_default=text("now()"))
+
+
+class UserMemoryPolicy(Base):
+    """A tenant admin's default memory policy for one user's agent sessions."""
+
+    __tablename__ = "user_memory_policies"
+
+    tenant_id: Mapped[uuid.UUID] = mapped_column(
+        UUID(as_uuid=True), ForeignKey("tenants.tenant_id", ondelete="CASCADE"), primary_key=True
+    )
+    user_id: Mapped[str] = mapped_column(Text, primary_key=True)
+    policy: Mapped[dict[str, Any]]
+    updated_by: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True))
+    """The API key that last set it."""
+    updated_at: Mapped[CreatedAt]

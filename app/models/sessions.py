@@ -48,6 +48,18 @@ class AgentSession(Base):
         ),
         Index("ix_agent_sessions_tenant_id_user_id", "tenant_id", "user_id"),
         CheckConstraint("keep_recent_count BETWEEN 0 AND 10000", name="keep_recent_count"),
+        # A fork's parent cannot be deleted while the fork exists (docs/api.md, forks).
+        ForeignKeyConstraint(
+            ["tenant_id", "parent_session_id"],
+            ["agent_sessions.tenant_id", "agent_sessions.agent_session_id"],
+            name="fk_agent_sessions_parent",
+        ),
+        Index(
+            "ix_agent_sessions_tenant_id_parent_session_id",
+            "tenant_id",
+            "parent_session_id",
+            postgresql_where=text("parent_session_id IS NOT NULL"),
+        ),
         CheckConstraint("archived_upto_seq <= last_seq", name="archived_upto_seq"),
     )
 
@@ -75,8 +87,49 @@ class AgentSession(Base):
     archive_count: Mapped[int] = mapped_column(Integer, server_default=text("0"))
     stored_bytes: Mapped[int] = mapped_column(BigInteger, server_default=text("0"))
     """JSON bytes of the messages and their metadata, kept by the append (stored-bytes quota)."""
+    memory_policy: Mapped[dict[str, Any] | None]
+    """The agent session's own memory policy (the fields set); ``None``: none set."""
+    parent_session_id: Mapped[uuid.UUID | None] = mapped_column(UUID(as_uuid=True))
+    """The agent session this one was forked from (``None``: not a fork)."""
+    forked_at_archive_seq: Mapped[int | None] = mapped_column(Integer)
+    forked_at_seq: Mapped[int | None] = mapped_column(BigInteger)
     created_at: Mapped[CreatedAt]
     updated_at: Mapped[CreatedAt]
+
+
+class AgentSessionLineage(Base):
+    """One segment of a fork's history that lives in another agent session: its messages up
+    to ``upto_seq`` and archives up to ``upto_archive_seq`` (after the previous segment's)."""
+
+    __tablename__ = "agent_session_lineage"
+    __table_args__ = (
+        ForeignKeyConstraint(
+            ["tenant_id", "agent_session_id"],
+            ["agent_sessions.tenant_id", "agent_sessions.agent_session_id"],
+            ondelete="CASCADE",
+            name="fk_agent_session_lineage_session",
+        ),
+        # An ancestor cannot be deleted while a fork reads its rows.
+        ForeignKeyConstraint(
+            ["tenant_id", "ancestor_session_id"],
+            ["agent_sessions.tenant_id", "agent_sessions.agent_session_id"],
+            name="fk_agent_session_lineage_ancestor",
+        ),
+        CheckConstraint("upto_seq >= 0", name="upto_seq"),
+        CheckConstraint("upto_archive_seq >= 0", name="upto_archive_seq"),
+        Index(
+            "ix_agent_session_lineage_tenant_id_ancestor_session_id",
+            "tenant_id",
+            "ancestor_session_id",
+        ),
+    )
+
+    tenant_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True)
+    agent_session_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True)
+    ancestor_session_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True)
+    upto_seq: Mapped[int] = mapped_column(BigInteger)
+    upto_archive_seq: Mapped[int] = mapped_column(Integer)
+    created_at: Mapped[CreatedAt]
 
 
 class Message(Base):

@@ -43,6 +43,16 @@ async def pins_in_force(db: AsyncSession, scope: Scope, agent_session_id: uuid.U
     return [_record(row) for row in rows]
 
 
+async def pins_named(
+    db: AsyncSession, scope: Scope, agent_session_id: uuid.UUID, pin_ids: Sequence[uuid.UUID]
+) -> list[Pin]:
+    """The pins with these ids (unpinned ones too; those that exist), in the order given, of an
+    agent session the caller has already seen (a recorded context being rebuilt)."""
+    rows = await PinRepository(db, scope).listed(agent_session_id, with_unpinned=True)
+    by_id = {row.pin_id: _record(row) for row in rows}
+    return [by_id[pin_id] for pin_id in pin_ids if pin_id in by_id]
+
+
 class PinService:
     def __init__(
         self,

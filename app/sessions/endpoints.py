@@ -24,6 +24,7 @@ from app.sessions.schemas import (
     AgentSessionCreate,
     AgentSessionPage,
     AgentSessionRead,
+    AgentSessionUpdate,
     AppendResult,
     BatchAppendResult,
     MessageBatchCreate,
@@ -101,6 +102,21 @@ async def get_agent_session(
         row, newest = await AgentSessionService(db, principal).get_with_newest_archive(
             agent_session_id
         )
+    return agent_session_read(row, newest)
+
+
+@router.patch("/{agent_session_id}", responses=problems(404, *WITH_BODY))
+async def update_agent_session(
+    agent_session_id: uuid.UUID, body: AgentSessionUpdate, principal: Writer, database: DatabaseDep
+) -> AgentSessionRead:
+    """Change what the body names (a field left out stays): the agent session's own memory
+    policy, which its next archive obeys."""
+    async with database.tenant(principal.tenant_id) as db:
+        service = AgentSessionService(db, principal)
+        if "memory_policy" in body.model_fields_set:
+            policy = None if body.memory_policy is None else body.memory_policy.policy()
+            await service.set_memory_policy(agent_session_id, policy)
+        row, newest = await service.get_with_newest_archive(agent_session_id)
     return agent_session_read(row, newest)
 
 

@@ -12,11 +12,13 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Exists, exists, func, select
+from sqlalchemy import ColumnElement, Exists, and_, exists, false, func, or_, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.models import Message, MessageRedaction, MessageRetraction
+from app.sessions.lineage import Piece
+from app.sessions.lineage_repository import LineageReader
 from app.sessions.records import StoredMessage
 from app.tenancy.principal import Scope
 
@@ -48,21 +50,46 @@ _STORED_COLUMNS = (
 )
 
 
+def in_piece(scope: Scope, piece: Piece, table: Any = Message) -> ColumnElement[bool]:
+    """Rows of ``table`` (messages, or rows keyed like them) inside one lineage piece."""
+    conditions: list[Any] = [
+        table.tenant_id == scope.tenant_id,
+        table.agent_session_id == piece.agent_session_id,
+        table.seq > piece.after,
+    ]
+    if piece.upto is not None:
+        conditions.append(table.seq <= piece.upto)
+    return and_(*conditions)
+
+
+def in_pieces(scope: Scope, pieces: Sequence[Piece], table: Any = Message) -> ColumnElement[bool]:
+    """Rows inside any of the pieces (one index range each)."""
+    if not pieces:
+        return false()
+    if len(pieces) == 1:
+        return in_piece(scope, pieces[0], table)
+    return or_(*(in_piece(scope, piece, table) for piece in pieces))
+
+
 class MessageRepository:
+    """Reads of one agent session's history: a fork's follow its lineage into the agent
+    sessions that hold its older messages (``app.sessions.lineage``)."""
+
     def __init__(self, db: AsyncSession, scope: Scope) -> None:
         self.db = db
         self.scope = scope
+        self.lineage = LineageReader(db, scope)
 
-    def _of(self, agent_session_id: uuid.UUID) -> list[Any]:
-        return [
-            Message.tenant_id == self.scope.tenant_id,
-            Message.agent_session_id == agent_session_id,
-        ]
+    async def _of(
+        self, agent_session_id: uuid.UUID, after_seq: int = 0, upto_seq: int | None = None
+    ) -> ColumnElement[bool]:
+        pieces = (await self.lineage.of(agent_session_id)).seq_pieces(after_seq, upto_seq)
+        return in_pieces(self.scope, pieces)
 
     async def tool_call_ids(self, agent_session_id: uuid.UUID) -> set[str]:
         """The call ids the agent session's tool results answer."""
         statement = select(Message.message["tool_call_id"].astext).where(
-            *self._of(agent_session_id), Message.role == "tool"
+            await self._of(agent_session_id), Message.role == "tool"
         )
         return {value for value in (await self.db.scalars(statement)).all() if value}
 
@@ -72,7 +99,7 @@ class MessageRepository:
         """The agent session's tool results (``tool`` messages), oldest first; with
         ``tool_call_id``, the one that answers that call (call ids are unique per session)."""
         statement = select(*_STORED_COLUMNS).where(
-            *self._of(agent_session_id), Message.role == "tool"
+            await self._of(agent_session_id), Message.role == "tool"
         )
         if tool_call_id is not None:
             statement = statement.where(Message.message["tool_call_id"].astext == tool_call_id)
@@ -84,7 +111,7 @@ class MessageRepository:
         statement = (
             select(Message.message["tool_calls"])
             .where(
-                *self._of(agent_session_id),
+                await self._of(agent_session_id),
                 Message.role == "assistant",
                 Message.message.has_key("tool_calls"),
             )
@@ -98,7 +125,7 @@ class MessageRepository:
             return 0
         total = await self.db.scalar(
             select(func.coalesce(func.sum(Message.token_count), 0)).where(
-                *self._of(agent_session_id), Message.seq > after_seq, Message.seq <= upto_seq
+                await self._of(agent_session_id, after_seq, upto_seq)
             )
         )
         return int(total or 0)
@@ -113,23 +140,26 @@ class MessageRepository:
         without_retracted: bool = False,
     ) -> list[StoredMessage]:
         """Messages with ``after_seq < seq [<= upto_seq]``, oldest first, at most ``limit``;
-        with ``without_retracted``, the retracted ones left out (the seqs then have gaps)."""
-        statement = select(*_STORED_COLUMNS).where(
-            *self._of(agent_session_id), Message.seq > after_seq
-        )
-        if upto_seq is not None:
-            statement = statement.where(Message.seq <= upto_seq)
-        if without_retracted:
-            statement = statement.where(~_retracted())
-        rows = await self.db.execute(statement.order_by(Message.seq).limit(limit))
-        return [StoredMessage(*row) for row in rows.all()]
+        with ``without_retracted``, the retracted ones left out (the seqs then have gaps).
+        A fork's range is read piece by piece, oldest first, each by its index range."""
+        found: list[StoredMessage] = []
+        lineage = await self.lineage.of(agent_session_id)
+        for piece in lineage.seq_pieces(after_seq, upto_seq):
+            if len(found) >= limit:
+                break
+            statement = select(*_STORED_COLUMNS).where(in_piece(self.scope, piece))
+            if without_retracted:
+                statement = statement.where(~_retracted())
+            rows = await self.db.execute(statement.order_by(Message.seq).limit(limit - len(found)))
+            found += [StoredMessage(*row) for row in rows.all()]
+        return found
 
     async def read_seqs(
         self, agent_session_id: uuid.UUID, seqs: Sequence[int]
     ) -> list[StoredMessage]:
         """The messages with these seqs (those that exist), oldest first."""
         statement = select(*_STORED_COLUMNS).where(
-            *self._of(agent_session_id), Message.seq.in_(sorted(set(seqs)))
+            await self._of(agent_session_id), Message.seq.in_(sorted(set(seqs)))
         )
         rows = await self.db.execute(statement.order_by(Message.seq))
         return [StoredMessage(*row) for row in rows.all()]
@@ -145,11 +175,13 @@ def _retracted() -> Exists:
 
 
 class RetractionRepository:
-    """Retractions of live messages: recorded once each, never removed."""
+    """Retractions of live messages: recorded once each, never removed. A fork's live messages
+    are always its own; the retractions of what it shares are read through its lineage."""
 
     def __init__(self, db: AsyncSession, scope: Scope) -> None:
         self.db = db
         self.scope = scope
+        self.lineage = LineageReader(db, scope)
 
     async def newest_live(
         self, agent_session_id: uuid.UUID, archived_upto_seq: int
@@ -207,12 +239,8 @@ class RetractionRepository:
         self, agent_session_id: uuid.UUID, start_seq: int, end_seq: int
     ) -> set[int]:
         """Retracted seqs in ``[start_seq, end_seq]``."""
+        pieces = (await self.lineage.of(agent_session_id)).seq_pieces(start_seq - 1, end_seq)
         rows = await self.db.scalars(
-            select(MessageRetraction.seq).where(
-                MessageRetraction.tenant_id == self.scope.tenant_id,
-                MessageRetraction.agent_session_id == agent_session_id,
-                MessageRetraction.seq >= start_seq,
-                MessageRetraction.seq <= end_seq,
-            )
+            select(MessageRetraction.seq).where(in_pieces(self.scope, pieces, MessageRetraction))
         )
         return set(rows.all())

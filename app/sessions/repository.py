@@ -23,7 +23,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.db import token_for
 from app.errors import QuotaExceeded
 from app.metrics import LIMITED
-from app.models import AgentSession, Archive
+from app.models import AgentSession, AgentSessionLineage, Archive
 from app.sessions.records import NewestArchive
 from app.tenancy.principal import Scope
 
@@ -145,6 +145,7 @@ class AgentSessionRepository:
         metadata: dict[str, Any],
         keep_recent_count: int,
         created_at: datetime | None = None,
+        memory_policy: dict[str, Any] | None = None,
     ) -> AgentSession | None:
         """The new row, or ``None`` when this user (or, for no user, the tenant's unbound
         sessions) already has an agent session named ``external_id``."""
@@ -155,6 +156,7 @@ class AgentSessionRepository:
             "agent_id": agent_id,
             "metadata_": metadata,
             "keep_recent_count": keep_recent_count,
+            "memory_policy": memory_policy,
         }
         if created_at is not None:
             values["created_at"] = created_at
@@ -210,12 +212,25 @@ class AgentSessionRepository:
 
     def _with_newest_archive(self) -> Any:
         # The newest archive is the one numbered archive_count: one index lookup per row, in the
-        # same statement as the agent session.
+        # same statement as the agent session. A fork's is an ancestor's until it has its own
+        # (the first lineage segment that reaches it holds it).
+        holder = (
+            select(AgentSessionLineage.ancestor_session_id)
+            .where(
+                AgentSessionLineage.tenant_id == AgentSession.tenant_id,
+                AgentSessionLineage.agent_session_id == AgentSession.agent_session_id,
+                AgentSessionLineage.upto_archive_seq >= AgentSession.archive_count,
+            )
+            .order_by(AgentSessionLineage.upto_seq, AgentSessionLineage.upto_archive_seq)
+            .limit(1)
+            .correlate(AgentSession)
+            .scalar_subquery()
+        )
         return select(AgentSession, *_NEWEST_ARCHIVE_COLUMNS).outerjoin(
             Archive,
             and_(
                 Archive.tenant_id == AgentSession.tenant_id,
-                Archive.agent_session_id == AgentSession.agent_session_id,
+                Archive.agent_session_id == func.coalesce(holder, AgentSession.agent_session_id),
                 Archive.archive_seq == AgentSession.archive_count,
             ),
         )
@@ -292,6 +307,15 @@ class AgentSessionRepository:
                 AgentSession.agent_session_id == agent_session_id,
             )
             .values(**values)
+        )
+
+    async def set_memory_policy(
+        self, agent_session_id: uuid.UUID, memory_policy: dict[str, Any] | None
+    ) -> None:
+        await self.db.execute(
+            update(AgentSession)
+            .where(AgentSession.agent_session_id == agent_session_id, *self._visible())
+            .values(memory_policy=memory_policy, updated_at=func.now())
         )
 
     async def set_pending_tokens(self, agent_session_id: uuid.UUID, pending_tokens: int) -> None:

@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
+from app.memories.schemas import MemoryPolicyFields
 from app.sessions.records import MessageRole, StoredMessage
 from app.sessions.shapes import PARTS_BY_ROLE, message_shapes
 from app.validation import SEQ_MAX, require_json, require_storable
@@ -262,6 +263,11 @@ class AgentSessionCreate(BaseModel):
     agent_id: str | None = Field(default=None, min_length=1, max_length=256)
     metadata: dict[str, Any] = Field(default_factory=dict)
     keep_recent_count: int | None = Field(default=None, ge=0, le=10_000, strict=True)
+    memory_policy: MemoryPolicyFields | None = Field(
+        default=None,
+        description="the agent session's own memory policy; a field not set here falls to its "
+        "user's default, then to on",
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -274,11 +280,33 @@ class AgentSessionCreate(BaseModel):
         return self
 
 
+class AgentSessionUpdate(BaseModel):
+    """What may change on an agent session: a field left out stays as it is."""
+
+    model_config = ConfigDict(extra="forbid")
+    memory_policy: MemoryPolicyFields | None = Field(
+        default=None,
+        description="replaces the agent session's own memory policy; null removes it (every "
+        "field then falls to its user's default, then to on)",
+    )
+
+
 class ArchiveBrief(BaseModel):
     archive_seq: int
     start_seq: int
     end_seq: int
     status: str
+
+
+class LineageRead(BaseModel):
+    """Where a fork left its parent: it shares the parent's history up to there."""
+
+    parent_session_id: uuid.UUID
+    archive_seq: int = Field(
+        description="the fork's working memory was the parent's version of this archive "
+        "(0: none); its own archives are numbered after it"
+    )
+    seq: int = Field(description="the parent's last message in the fork's history")
 
 
 class AgentSessionRead(BaseModel):
@@ -288,12 +316,18 @@ class AgentSessionRead(BaseModel):
     agent_id: str | None
     metadata: dict[str, Any]
     keep_recent_count: int
+    memory_policy: MemoryPolicyFields | None = Field(
+        description="the agent session's own memory policy; null when it sets none"
+    )
     message_count: int
     live_message_count: int
     pending_tokens: int
     total_tokens: int
     archive_count: int
     newest_archive: ArchiveBrief | None
+    lineage: LineageRead | None = Field(
+        default=None, description="for a fork: its parent and the fork point; null otherwise"
+    )
     created_at: datetime
     updated_at: datetime
 

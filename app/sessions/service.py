@@ -18,9 +18,11 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.cursors import decode_cursor, encode_cursor
 from app.errors import Conflict, Forbidden, NotFound, QuotaExceeded
+from app.memories.policy import MemoryPolicy
 from app.memories.service import MemoryService
 from app.metrics import LIMITED
 from app.models import AgentSession
+from app.sessions.forks import SessionForks
 from app.sessions.message_repository import MessageRepository
 
 # What an append is prepared with, named here too: callers of the service import it from here.
@@ -152,6 +154,7 @@ class AgentSessionService:
                 raise Forbidden("this API key is bound to another user_id")
             user_id = self.principal.user_id
         keep = body.keep_recent_count
+        policy = body.memory_policy
         await self._check_session_quota()
         row = await self.agent_sessions.insert(
             external_id=body.external_id,
@@ -160,6 +163,7 @@ class AgentSessionService:
             metadata=body.metadata,
             keep_recent_count=self.limits.default_keep_recent_count if keep is None else keep,
             created_at=None if created_at is None else _utc(created_at),
+            memory_policy=None if policy is None else policy.policy().to_json(),
         )
         if row is None:
             raise Conflict(f"an agent session with external_id {body.external_id!r} exists")
@@ -186,6 +190,17 @@ class AgentSessionService:
         if row is None:
             raise NotFound(f"agent session {agent_session_id} not found")
         return row
+
+    async def set_memory_policy(
+        self, agent_session_id: uuid.UUID, policy: MemoryPolicy | None
+    ) -> AgentSession:
+        """Replace the agent session's own memory policy (``None`` removes it); its next archive
+        obeys it."""
+        await self.get(agent_session_id, lock=True)
+        stored = None if policy is None else policy.to_json()
+        await self.agent_sessions.set_memory_policy(agent_session_id, stored)
+        self.db.expire_all()
+        return await self.get(agent_session_id)
 
     async def find_by_external_id(self, external_id: str) -> AgentSession | None:
         """The agent session a client named ``external_id``, if one is visible.
@@ -274,6 +289,11 @@ class AgentSessionService:
         """Delete the agent session and everything derived from it; its long-term memories are
         erased first (rows removed, events left with ids only), in the same transaction."""
         await self.get(agent_session_id, lock=True)
+        if await SessionForks(self.db, self.principal).has_forks(agent_session_id):
+            raise Conflict(
+                f"agent session {agent_session_id} has forks that share its history; delete "
+                "them first (their lineage names them)"
+            )
         await MemoryService(self.db, self.principal).erase_agent_session(agent_session_id)
         if not await self.agent_sessions.delete(agent_session_id):
             raise NotFound(f"agent session {agent_session_id} not found")
@@ -378,6 +398,11 @@ class AgentSessionService:
             raise NotFound(f"no tool result answers the call {tool_call_id!r}")
         names = _tool_names(await self.messages.tool_calls(agent_session_id))
         return _tool_result(rows[0], names)
+
+    async def holder_of(self, agent_session_id: uuid.UUID, seq: int) -> uuid.UUID:
+        """The agent session whose row is message ``seq`` of this one's history (a fork's
+        shared messages are its ancestors')."""
+        return (await self.messages.lineage.of(agent_session_id)).holder_of_seq(seq)
 
     async def recompute_pending(self, agent_session: AgentSession) -> int:
         """``pending_tokens`` from the rows: live messages outside the keep window."""

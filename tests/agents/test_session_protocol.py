@@ -248,3 +248,33 @@ async def test_a_call_awaiting_its_output_comes_back(workmem: WorkmemClient, nam
     assert await session.get_items() == [USER_TEXT, CALL]
     await session.add_items([OUTPUT])
     assert await session.get_items() == [USER_TEXT, CALL, OUTPUT]
+
+
+async def test_a_recording_session_leaves_a_ledger_row_per_context_it_reads(
+    workmem: WorkmemClient, name: str
+) -> None:
+    session = WorkmemSession(name, workmem, record=True)
+    await session.add_items([said("Book UA123 to Lyon."), said("Done: 12A.", "assistant")])
+    assert session.last_context_id is None
+    await session.get_items()
+    first = session.last_context_id
+    assert first is not None
+    await session.get_items()
+    second = session.last_context_id
+    assert second is not None
+    assert second != first
+    agent_session_id = await session.agent_session_id()
+    assert agent_session_id is not None
+    listed = workmem.contexts(agent_session_id)
+    assert [item.context_id for item in listed.items] == [second, first]
+    rendered = workmem.recorded_context(agent_session_id, first, render=True)
+    assert rendered.render is not None
+    assert rendered.render.matches is True
+    # A session that does not record leaves none.
+    plain = WorkmemSession(f"{name}-plain", workmem)
+    await plain.add_items([said("Hello.")])
+    await plain.get_items()
+    assert plain.last_context_id is None
+    plain_id = await plain.agent_session_id()
+    assert plain_id is not None
+    assert workmem.contexts(plain_id).items == []

@@ -23,6 +23,7 @@ async def test_create_a_session_with_the_clients_id(
         "session_id": "conv-1",
         "uri": "viking://session/conv-1",
         "user": {"account_id": str(tenant.tenant_id), "user_id": "default"},
+        "memory_policy": None,
         "auto_commit_policy": None,
     }
     listed = await client.get("/v1/sessions", params={"external_id": "conv-1"}, headers=tenant.read)
@@ -47,6 +48,43 @@ async def test_options_openviking_clients_send_are_accepted_and_ignored(
     created = ok(await client.post(f"{API}/sessions", json=body, headers=tenant.write))
     assert created["session_id"] == "with-options"
     assert created["auto_commit_policy"] is None
+    # The memory policy is not ignored: it is the session's own.
+    assert created["memory_policy"] == {"working_memory": True}
+
+
+async def test_config_changes_the_memory_policy_and_refuses_a_bad_one(
+    client: httpx.AsyncClient, tenant: TenantKeys
+) -> None:
+    ok(await client.post(f"{API}/sessions", json={"session_id": "conf"}, headers=tenant.write))
+    path = f"{API}/sessions/conf/config"
+    changed = ok(
+        await client.patch(
+            path,
+            json={"memory_policy": {"self": {"enabled": False}}, "telemetry": True},
+            headers=tenant.write,
+        )
+    )
+    assert changed == {
+        "session_id": "conf",
+        "memory_policy": {"long_term_extraction": False},
+        "auto_commit_policy": None,
+    }
+    refused = await client.patch(
+        path, json={"memory_policy": {"memory_types": ["opinions"]}}, headers=tenant.write
+    )
+    assert validation_locs(failed(refused, "INVALID_ARGUMENT", 400)) == [["body", "memory_policy"]]
+    kept = ok(await client.get(f"{API}/sessions/conf", headers=tenant.read))
+    assert kept["memory_policy"] == {"long_term_extraction": False}
+    unchanged = ok(await client.patch(path, json={}, headers=tenant.write))
+    assert unchanged["memory_policy"] == {"long_term_extraction": False}
+    removed = ok(await client.patch(path, json={"memory_policy": None}, headers=tenant.write))
+    assert removed["memory_policy"] is None
+    missing = await client.patch(
+        f"{API}/sessions/nope/config", json={"memory_policy": None}, headers=tenant.write
+    )
+    failed(missing, "NOT_FOUND", 404)
+    read_only = await client.patch(path, json={}, headers=tenant.read)
+    failed(read_only, "PERMISSION_DENIED", 403)
 
 
 async def test_create_without_an_id_generates_one(

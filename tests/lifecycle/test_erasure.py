@@ -64,7 +64,8 @@ async def ok(response: httpx.Response, status: int = 200) -> Any:
 async def spread(client: httpx.AsyncClient, keys: TenantKeys, person: Person) -> None:
     """Agent sessions (named, with metadata), messages with tool calls and results, appended
     and created under idempotency keys, two commits (archives, working memory, memories,
-    webhook deliveries), pins, a retraction, a redaction, and a key bound to the user."""
+    webhook deliveries), pins, a retraction, a redaction, a recorded context, and a key bound to
+    the user."""
     admin = keys.headers(keys.admin)
     issued = await ok(
         await client.post(
@@ -152,6 +153,28 @@ async def spread(client: httpx.AsyncClient, keys: TenantKeys, person: Person) ->
             )
         )
         assert done["status"] == "done", done
+        # A recorded context: the ledger names the agent session and the memories recalled.
+        recorded = await ok(
+            await client.get(
+                f"/v1/sessions/{sid}/context",
+                params={"record": "true", "recall": f"{person.marker} tea"},
+                headers=keys.read,
+            )
+        )
+        assert recorded["context_id"] is not None
+        # A fork shares the agent session's history (its lineage names it) and adds its own.
+        fork = await ok(
+            await client.post(f"/v1/sessions/{sid}:fork", json={"at_seq": 3}, headers=keys.write),
+            201,
+        )
+        await ok(
+            await client.post(
+                f"/v1/sessions/{fork['id']}/messages",
+                json={"role": "user", "content": f"In the fork, {person.marker} again."},
+                headers=keys.write,
+            ),
+            201,
+        )
     memories = await ok(
         await client.get("/v1/memories", params={"user_id": person.user_id}, headers=keys.read)
     )
@@ -215,6 +238,7 @@ async def test_an_erased_user_leaves_no_text_nor_id_in_any_table(
         "webhook_deliveries",
         "idempotency_keys",
         "api_keys",
+        "context_records",
     } <= held, held
     neighbours_before = await holdings(admin_database, neighbour, tenant.tenant_id)
     others_before = await tenant_row_counts(admin_database, other_tenant.tenant_id)
@@ -232,14 +256,17 @@ async def test_an_erased_user_leaves_no_text_nor_id_in_any_table(
     assert erased.user_id not in answer.text
     assert erased.marker not in answer.text
     removed = receipt["removed"]
-    assert removed["agent_sessions"] == 2
-    assert removed["messages"] == 2 * 9
+    # Two agent sessions and a fork of each, at message 3: no archive ends by then, so each
+    # fork holds messages 1..3 as its own live ones, and one more it was sent.
+    assert removed["agent_sessions"] == 2 * 2
+    assert removed["messages"] == 2 * 9 + 2 * (3 + 1)
     assert removed["archives"] == 4
     assert removed["memories"] == len(erased.memory_ids)
     assert removed["pins"] == 4
     assert removed["message_redactions"] == 2
     assert removed["message_retractions"] == 2
     assert removed["api_keys"] == 1
+    assert removed["context_records"] == 2
     assert min(removed["webhook_deliveries"], removed["idempotency_keys"]) > 0
     assert receipt["rows_removed"] == sum(removed.values())
     receipts.verify(receipt, await public_key(client, tenant))

@@ -297,6 +297,32 @@ async def test_idle_agent_sessions_are_deleted_with_their_memories(
     assert await purge(database, tenant.tenant_id, "idle_sessions") == []
 
 
+async def test_an_idle_agent_session_with_a_fork_stays_until_the_fork_is_gone(
+    client: httpx.AsyncClient, tenant: TenantKeys, database: Database, admin_database: Database
+) -> None:
+    parent = await create_session(client, tenant, user_id="fay")
+    await archived(client, tenant, parent, "We chose the blue plan.", "Noted.")
+    forked = await client.post(
+        f"/v1/sessions/{parent}:fork", json={"at_archive": 1}, headers=tenant.write
+    )
+    assert forked.status_code == 201, forked.text
+    fork = forked.json()["id"]
+    await put_policy(client, tenant, idle_session_days=90)
+    aged = (
+        "UPDATE agent_sessions SET created_at = now() - interval '200 days',"
+        " updated_at = now() - interval '91 days' WHERE tenant_id = :tenant_id"
+        " AND agent_session_id = ANY(:ids)"
+    )
+    await sql(admin_database, aged, tenant_id=tenant.tenant_id, ids=[uuid.UUID(parent)])
+    # The parent is idle, but its fork shares its history: it stays.
+    assert await purge(database, tenant.tenant_id, "idle_sessions") == []
+    assert (await client.get(f"/v1/sessions/{parent}", headers=tenant.read)).status_code == 200
+    await sql(admin_database, aged, tenant_id=tenant.tenant_id, ids=[uuid.UUID(fork)])
+    # Both idle: the fork goes first, the parent with the next batch.
+    assert [str(d) for d in await purge(database, tenant.tenant_id, "idle_sessions")] == [fork]
+    assert [str(d) for d in await purge(database, tenant.tenant_id, "idle_sessions")] == [parent]
+
+
 async def test_an_agent_session_appended_to_during_the_purge_stays(
     client: httpx.AsyncClient, tenant: TenantKeys, database: Database, admin_database: Database
 ) -> None:

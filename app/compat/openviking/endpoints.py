@@ -30,6 +30,8 @@ from app.compat.openviking.schemas import (
     MessageAdded,
     MessageBatchIn,
     MessagesAdded,
+    SessionConfigIn,
+    SessionConfigOut,
     SessionCreate,
     SessionCreated,
     SessionDeleted,
@@ -37,6 +39,7 @@ from app.compat.openviking.schemas import (
     SessionListed,
     TaskOut,
     archive_out,
+    own_policy,
     session_info,
     session_listed,
     task_out,
@@ -47,6 +50,8 @@ from app.context.fill import DEFAULT_FILL
 from app.context.service import ContextService
 from app.deps import DatabaseDep, SettingsDep
 from app.errors import Forbidden, InvalidInput, NotFound, field_errors
+from app.ledger.service import LedgerService
+from app.memories.schemas import MemoryPolicyFields
 from app.sessions.appending import AppendFlow
 from app.sessions.dependencies import AppendFlowDep
 from app.sessions.presenter import agent_session_read
@@ -95,7 +100,12 @@ async def create_session(
     body: SessionCreate | None = None,
 ) -> Envelope[SessionCreated]:
     session_id = (body.session_id if body is not None else None) or ids.new_session_id()
-    create = AgentSessionCreate(external_id=session_id, keep_recent_count=NEW_SESSION_KEEP_RECENT)
+    policy = None if body is None or body.memory_policy is None else body.memory_policy
+    create = AgentSessionCreate(
+        external_id=session_id,
+        keep_recent_count=NEW_SESSION_KEEP_RECENT,
+        memory_policy=None if policy is None else MemoryPolicyFields.model_validate(policy),
+    )
     async with database.tenant(principal.tenant_id) as db:
         row = await AgentSessionService(db, principal, Limits.from_settings(settings)).create(
             create
@@ -104,8 +114,26 @@ async def create_session(
         session_id=session_id,
         uri=ids.session_uri(session_id),
         user=user_ref(principal, row.user_id),
+        memory_policy=policy,
     )
     return Envelope(result=created)
+
+
+@router.patch("/{session_id}/config")
+async def update_session_config(
+    session_id: SessionPath, body: SessionConfigIn, principal: Writer, database: DatabaseDep
+) -> Envelope[SessionConfigOut]:
+    """Change the session's settings the body names: its memory policy (``null`` removes it).
+    Auto-commit, extraction settings and telemetry are accepted and ignored."""
+    async with database.tenant(principal.tenant_id) as db:
+        service = AgentSessionService(db, principal)
+        agent_session_id = await _agent_session_id(service, session_id)
+        if "memory_policy" in body.model_fields_set:
+            stored = body.memory_policy
+            policy = None if stored is None else MemoryPolicyFields.model_validate(stored).policy()
+            await service.set_memory_policy(agent_session_id, policy)
+        read = agent_session_read(await service.get(agent_session_id))
+    return Envelope(result=SessionConfigOut(session_id=session_id, memory_policy=own_policy(read)))
 
 
 @router.get("")
@@ -302,6 +330,13 @@ async def get_session_context(
         bool,
         Query(description="fill the room left with the newest messages the overview covers"),
     ] = DEFAULT_FILL,
+    record: Annotated[
+        bool,
+        Query(
+            description="record what this context was made of in the context ledger; the "
+            "answer's context_id names it (a workmem extension)"
+        ),
+    ] = False,
 ) -> Envelope[ContextOut]:
     """The working memory and the newest messages after it, within ``token_budget``. The client
     chose the budget for what it sends, so no reply reserve is taken out of it."""
@@ -310,7 +345,11 @@ async def get_session_context(
         context = await ContextService(db, principal).assemble(
             agent_session_id, plan_budget(token_budget, 0), fill=fill
         )
-    return Envelope(result=context_out(context))
+        context_id = None
+        if record:
+            row = await LedgerService(db, principal).record(context, source="openviking")
+            context_id = row.context_id
+    return Envelope(result=context_out(context, context_id))
 
 
 @router.get("/{session_id}/archives/{archive_id}")

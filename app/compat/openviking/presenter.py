@@ -3,6 +3,8 @@ so the schemas stay leaves."""
 
 from __future__ import annotations
 
+import uuid
+
 from app.compat.openviking.ids import archive_id
 from app.compat.openviking.parts import to_parts
 from app.compat.openviking.schemas import ContextOut, ContextStats, WorkingMemoryText
@@ -11,7 +13,7 @@ from app.context.summary import SUMMARY_HEADER
 from app.sessions.records import StoredMessage
 
 
-def context_out(context: AssembledContext) -> ContextOut:
+def context_out(context: AssembledContext, context_id: uuid.UUID | None = None) -> ContextOut:
     """The assembled context in OpenViking's shape: the summary (without its header) as the
     overview, the raw messages that fit after it in parts format, and OpenViking's stats."""
     assembly, working_memory = context.assembly, context.working_memory
@@ -49,4 +51,5 @@ def context_out(context: AssembledContext) -> ContextOut:
             activeTokens=assembly.message_tokens + assembly.filled_tokens,
             archiveTokens=assembly.wm_tokens,
         ),
+        context_id=context_id,
     )

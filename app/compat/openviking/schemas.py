@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Annotated, Any, Final, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import AfterValidator, BaseModel, Field
 
 from app.archives.schemas import ArchiveRead, TurnRetentionFields
 from app.compat.openviking.ids import (
@@ -23,6 +23,7 @@ from app.compat.openviking.ids import (
     session_uri,
     task_id,
 )
+from app.compat.openviking.memory_policy import read_policy
 from app.compat.openviking.parts import MessageIn, to_parts
 from app.sessions.records import StoredMessage
 from app.sessions.schemas import AgentSessionRead
@@ -55,10 +56,41 @@ TASK_STATUS: Final[Mapping[str, TaskStatus]] = {
 }
 
 
+def _policy(value: dict[str, Any] | None) -> dict[str, Any] | None:
+    return None if value is None else read_policy(value).to_json()
+
+
+PolicyIn = Annotated[
+    dict[str, Any] | None,
+    AfterValidator(_policy),
+    Field(
+        default=None,
+        description="the session's memory policy: `working_memory`, `long_term_extraction` "
+        "(OpenViking's `self.enabled`), `memory_types`; `peer` is accepted and not acted on",
+    ),
+]
+
+
 class SessionCreate(BaseModel):
     session_id: SessionId | None = Field(
         default=None, description="the client's id; a new one is generated when left out"
     )
+    memory_policy: PolicyIn
+
+
+class SessionConfigIn(BaseModel):
+    """``PATCH /sessions/{id}/config``: a field left out stays as it is."""
+
+    memory_policy: PolicyIn
+
+
+class SessionConfigOut(BaseModel):
+    session_id: str
+    memory_policy: dict[str, Any] | None = Field(
+        description="the session's own memory policy, in workmem's field names; null when it "
+        "sets none"
+    )
+    auto_commit_policy: None = None
 
 
 class MessageBatchIn(BaseModel):
@@ -84,6 +116,7 @@ class SessionCreated(BaseModel):
     session_id: str
     uri: str
     user: UserRef
+    memory_policy: dict[str, Any] | None = None
     auto_commit_policy: None = None
 
 
@@ -105,6 +138,9 @@ class SessionInfo(SessionListed):
         description="long-term memories extracted from the session: none yet"
     )
     user: UserRef
+    memory_policy: dict[str, Any] | None = Field(
+        default=None, description="the session's own memory policy; null when it sets none"
+    )
     auto_commit_policy: None = None
 
 
@@ -162,6 +198,11 @@ class ContextOut(BaseModel):
     messages: list[dict[str, Any]] = Field(description="newer messages, in parts format")
     estimatedTokens: int
     stats: ContextStats
+    context_id: uuid.UUID | None = Field(
+        default=None,
+        description="the context ledger's row of this context when it was recorded (record=true; "
+        "a workmem extension): GET /v1/sessions/{id}/contexts/{context_id}",
+    )
 
 
 class ArchiveOut(BaseModel):
@@ -205,7 +246,13 @@ def session_info(read: AgentSessionRead, session_id: str, principal: Principal) 
         keep_recent_count=read.keep_recent_count,
         memories_extracted={"total": 0},
         user=user_ref(principal, read.user_id),
+        memory_policy=own_policy(read),
     )
+
+
+def own_policy(read: AgentSessionRead) -> dict[str, Any] | None:
+    policy = read.memory_policy
+    return None if policy is None else policy.model_dump(exclude_none=True)
 
 
 def archive_out(

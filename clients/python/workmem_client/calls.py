@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping, Sequence
+from datetime import date
 from typing import Any, Literal
+from urllib.parse import quote
 
 from workmem_client.call import Call, body, keyed, nothing, query, reads
 from workmem_client.models import (
@@ -31,11 +33,13 @@ from workmem_client.models import (
     HistorySearchRead,
     MemorySearchRead,
     MessagePage,
+    ModelUsageReport,
     PinList,
     PinRead,
     RetentionPolicyRead,
     RetractionRead,
     SectionHistoryPage,
+    UserMemoryPolicyRead,
     WebhookCreated,
     WebhookPage,
     WorkingMemoryRead,
@@ -59,16 +63,43 @@ def create_session(
     agent_id: str | None = None,
     metadata: Mapping[str, Any] | None = None,
     keep_recent_count: int | None = None,
+    memory_policy: Mapping[str, Any] | None = None,
 ) -> Call[AgentSessionRead]:
-    """Create an agent session (``external_id`` is unique in the tenant: 409 when taken)."""
+    """Create an agent session (``external_id`` is unique in the tenant: 409 when taken);
+    ``memory_policy``: ``working_memory``, ``long_term_extraction``, ``memory_types``."""
     payload = body(
         external_id=external_id,
         user_id=user_id,
         agent_id=agent_id,
         metadata=None if metadata is None else dict(metadata),
         keep_recent_count=keep_recent_count,
+        memory_policy=None if memory_policy is None else dict(memory_policy),
     )
     return Call("POST", "/v1/sessions", reads(AgentSessionRead), body=payload)
+
+
+def set_memory_policy(
+    agent_session_id: Id, memory_policy: Mapping[str, Any] | None
+) -> Call[AgentSessionRead]:
+    """Replace the agent session's own memory policy (``None`` removes it)."""
+    payload = {"memory_policy": None if memory_policy is None else dict(memory_policy)}
+    return Call("PATCH", _session(agent_session_id), reads(AgentSessionRead), body=payload)
+
+
+def user_memory_policy(user_id: str) -> Call[UserMemoryPolicyRead]:
+    """A user's default memory policy (tenant admin keys; 404 while none is set)."""
+    return Call("GET", _user_policy(user_id), reads(UserMemoryPolicyRead))
+
+
+def set_user_memory_policy(
+    user_id: str, memory_policy: Mapping[str, Any]
+) -> Call[UserMemoryPolicyRead]:
+    """Replace a user's default memory policy (tenant admin keys)."""
+    return Call("PUT", _user_policy(user_id), reads(UserMemoryPolicyRead), body=dict(memory_policy))
+
+
+def _user_policy(user_id: str) -> str:
+    return f"/v1/users/{quote(user_id, safe='')}/memory-policy"
 
 
 def get_session(agent_session_id: Id) -> Call[AgentSessionRead]:
@@ -94,6 +125,20 @@ def list_sessions(
 def delete_session(agent_session_id: Id) -> Call[None]:
     """Erase the agent session: its messages, archives, section history and memories."""
     return Call("DELETE", _session(agent_session_id), nothing)
+
+
+def fork(
+    agent_session_id: Id, *, at_archive: int | None = None, at_seq: int | None = None
+) -> Call[AgentSessionRead]:
+    """A new agent session sharing this one's history up to the end of archive ``at_archive``
+    (or message ``at_seq``; give exactly one), with that archive's working memory; it then lives
+    its own life (``lineage`` names the fork point)."""
+    return Call(
+        "POST",
+        f"{_session(agent_session_id)}:fork",
+        reads(AgentSessionRead),
+        body=body(at_archive=at_archive, at_seq=at_seq),
+    )
 
 
 # --- messages ----------------------------------------------------------------------------------
@@ -215,10 +260,28 @@ def archive(
     )
 
 
-def retry_archive(agent_session_id: Id, archive_seq: int) -> Call[ArchiveRead]:
-    """Re-queue a failed archive."""
+def retry_archive(
+    agent_session_id: Id, archive_seq: int, *, reason: str | None = None
+) -> Call[ArchiveRead]:
+    """Re-queue a failed archive (recorded with the key and ``reason`` in its ``actions``)."""
     return Call(
-        "POST", f"{_session(agent_session_id)}/archives/{archive_seq}:retry", reads(ArchiveRead)
+        "POST",
+        f"{_session(agent_session_id)}/archives/{archive_seq}:retry",
+        reads(ArchiveRead),
+        body=body(reason=reason),
+    )
+
+
+def clear_archive(
+    agent_session_id: Id, archive_seq: int, *, reason: str | None = None
+) -> Call[ArchiveRead]:
+    """Set a failed archive aside for good: it never runs again and the next archive covers its
+    messages (recorded with the key and ``reason`` in its ``actions``)."""
+    return Call(
+        "POST",
+        f"{_session(agent_session_id)}/archives/{archive_seq}:clear",
+        reads(ArchiveRead),
+        body=body(reason=reason),
     )
 
 
@@ -461,3 +524,20 @@ def set_retention(
         memory_days=dict(memory_days or {}),
     )
     return Call("PUT", "/v1/tenant/retention", reads(RetentionPolicyRead), body=payload)
+
+
+# --- what the models cost (admin keys) ---------------------------------------------------------
+
+
+def model_usage(
+    *, since: date | str | None = None, until: date | str | None = None
+) -> Call[ModelUsageReport]:
+    """The tenant's model calls and tokens by UTC day and model, from ``since`` to ``until``
+    (both days included; the server's defaults: the 30 days up to today)."""
+    days = {"from": since, "to": until}
+    return Call(
+        "GET",
+        "/v1/usage/models",
+        reads(ModelUsageReport),
+        params={name: str(day) for name, day in days.items() if day is not None},
+    )

@@ -25,6 +25,32 @@ class ArchiveBrief(BaseModel):
     status: str
 
 
+class LineageRead(BaseModel):
+    """Where a fork left its parent: it shares the parent's history up to there."""
+
+    parent_session_id: uuid.UUID
+    archive_seq: int = Field(
+        description="the fork's working memory was the parent's version of this archive (0: none); its own archives are numbered after it"
+    )
+    seq: int = Field(description="the parent's last message in the fork's history")
+
+
+class MemoryPolicyFields(BaseModel):
+    """A memory policy: which memory the archives of an agent session may produce. A field left out (or null) is not set here and falls to the next layer: the agent session's own policy, then its user's, then everything on."""
+
+    working_memory: bool | None = Field(
+        default=None, description="make the working memory at each archive"
+    )
+    long_term_extraction: bool | None = Field(
+        default=None, description="extract long-term memories at each archive"
+    )
+    memory_types: list[Literal["profile", "preference", "entity", "event", "lesson"]] | None = (
+        Field(
+            default=None, description="the only categories of long-term memory stored (not empty)"
+        )
+    )
+
+
 class AgentSessionRead(BaseModel):
     id: uuid.UUID
     external_id: str | None
@@ -32,12 +58,18 @@ class AgentSessionRead(BaseModel):
     agent_id: str | None
     metadata: dict[str, Any]
     keep_recent_count: int
+    memory_policy: MemoryPolicyFields | None = Field(
+        description="the agent session's own memory policy; null when it sets none"
+    )
     message_count: int
     live_message_count: int
     pending_tokens: int
     total_tokens: int
     archive_count: int
     newest_archive: ArchiveBrief | None
+    lineage: LineageRead | None = Field(
+        default=None, description="for a fork: its parent and the fork point; null otherwise"
+    )
     created_at: datetime
     updated_at: datetime
 
@@ -69,6 +101,16 @@ class AppendResult(BaseModel):
     message: MessageRead
     pending_tokens: int
     live_message_count: int
+
+
+class ArchiveActionRead(BaseModel):
+    action: Literal["retry", "clear"]
+    actor: Literal["api_key", "operator"] = Field(
+        description="an API key, or the operator from the command line"
+    )
+    api_key_id: uuid.UUID | None = Field(description="the key that asked; null for the operator")
+    reason: str | None
+    created_at: datetime
 
 
 class ArchiveStatus(StrEnum):
@@ -198,6 +240,10 @@ class ArchiveExpanded(BaseModel):
     next_after_seq: int | None
     produced_memories: list[ProducedMemoryRead] = Field(
         description="the long-term memory changes this archive made (provenance: memories → archive via their events, archive → memories here)"
+    )
+    actions: list[ArchiveActionRead] | None = Field(
+        default=None,
+        description="every retry and clear of this archive, oldest first: who, when and why",
     )
 
 
@@ -476,6 +522,8 @@ class ContextRead(BaseModel):
 class RecordedMemory(BaseModel):
     memory_id: uuid.UUID
     score: float
+    content_sha256: str = Field(description="the content as it was sent (memories are restated)")
+    updated_at: datetime = Field(description="when it had last been stated, as it was sent")
 
 
 class RecordedPins(BaseModel):
@@ -578,6 +626,31 @@ class DeliveryPage(BaseModel):
     next_cursor: str | None
 
 
+class ReceiptSignature(BaseModel):
+    algorithm: str = Field(description='always "Ed25519"')
+    key_id: str = Field(description="the signing key's id (GET /v1/receipts/public-key)")
+    value: str = Field(description="the signature, base64, over the canonical receipt")
+
+
+class ErasureReceipt(BaseModel):
+    """What an erasure removed, signed. Every member but ``signature`` is signed, in canonical form (keys sorted, no whitespace, UTF-8): change any and verification fails."""
+
+    format: str = Field(description='"workmem.erasure-receipt/1"')
+    erasure_id: str
+    tenant_id: str
+    user_id_sha256: str = Field(
+        description="SHA-256 (hex) of '<tenant_id>:<user_id>': the receipt names no one"
+    )
+    requested_by_api_key_id: str | None = Field(
+        description="the id of the API key that asked (null: the operator's command line)"
+    )
+    started_at: str
+    finished_at: str
+    removed: dict[str, int] = Field(description="rows removed, per table")
+    rows_removed: int
+    signature: ReceiptSignature
+
+
 class HistoryHitRead(BaseModel):
     seq: int
     role: str
@@ -637,6 +710,32 @@ class MessagePage(BaseModel):
     )
 
 
+class ModelUsageDay(BaseModel):
+    day: str = Field(description="the UTC day")
+    model: str
+    calls: int = Field(description="calls made or refused, whatever their outcome")
+    errors: int = Field(description="calls that failed")
+    refused: int = Field(description="calls not made because the model's circuit was open")
+    input_tokens: int = Field(description="tokens in, as the provider reported them")
+    output_tokens: int = Field(description="tokens out, as the provider reported them")
+    mean_latency_ms: int
+
+
+class ModelUsageTotals(BaseModel):
+    calls: int
+    errors: int
+    refused: int
+    input_tokens: int
+    output_tokens: int
+
+
+class ModelUsageReport(BaseModel):
+    from_: str = Field(description="the first UTC day counted", alias="from")
+    to: str = Field(description="the last UTC day counted")
+    items: list[ModelUsageDay] = Field(description="one per day and model with calls, by day")
+    totals: ModelUsageTotals
+
+
 class PinRead(BaseModel):
     pin_id: uuid.UUID
     text: str
@@ -653,6 +752,35 @@ class PinList(BaseModel):
     items: list[PinRead] = Field(description="oldest first")
     tokens: int = Field(description="tokens of the pins now in force")
     max_tokens: int = Field(description="the most the agent session's pins may hold in all")
+
+
+class ReceiptPublicKey(BaseModel):
+    algorithm: str = Field(description='always "Ed25519"')
+    key_id: str
+    public_key: str = Field(description="the raw 32-byte public key, base64")
+    pem: str = Field(description="the same key as a PEM SubjectPublicKeyInfo block")
+
+
+class RedactedCounts(BaseModel):
+    working_memory_items: int = Field(description="items of section versions now [redacted]")
+    archives: int = Field(description="archives whose overview was written again")
+    memories: int = Field(description="long-term memories now [redacted]")
+    memory_events: int = Field(description="memory history events whose content was redacted")
+    pins: int = Field(description="pins of the message now [redacted]")
+    idempotency_answers: int = Field(description="stored answers of the append now redacted")
+
+
+class RedactionRead(BaseModel):
+    seq: int
+    role: str
+    archived: bool = Field(description="whether the message was archived when redacted")
+    redacted_at: datetime
+    redacted_by: uuid.UUID = Field(description="the id of the API key that redacted it")
+    reason: str | None
+    already_redacted: bool = Field(
+        description="true when it had been redacted before: nothing changed this time"
+    )
+    redacted: RedactedCounts
 
 
 class RetentionPolicyRead(BaseModel):
@@ -704,6 +832,13 @@ class SectionHistoryPage(BaseModel):
     )
 
 
+class UserMemoryPolicyRead(BaseModel):
+    user_id: str
+    memory_policy: MemoryPolicyFields
+    updated_by: uuid.UUID = Field(description="the API key that last set it")
+    updated_at: datetime
+
+
 class WebhookCreated(BaseModel):
     id: uuid.UUID
     url: str
@@ -731,6 +866,7 @@ __all__ = [
     "AgentSessionPage",
     "AgentSessionRead",
     "AppendResult",
+    "ArchiveActionRead",
     "ArchiveBrief",
     "ArchiveExpanded",
     "ArchiveIndexEntry",
@@ -754,18 +890,24 @@ __all__ = [
     "DeliveryPage",
     "DeliveryRead",
     "DroppedMessage",
+    "ErasureReceipt",
     "EventType",
     "HistoryHitRead",
     "HistorySearchRead",
     "ItemSourceRead",
+    "LineageRead",
     "MemoryFailureRead",
     "MemoryHitRead",
+    "MemoryPolicyFields",
     "MemoryRead",
     "MemoryReportRead",
     "MemorySearchRead",
     "MemoryUsageRead",
     "MessagePage",
     "MessageRead",
+    "ModelUsageDay",
+    "ModelUsageReport",
+    "ModelUsageTotals",
     "PinList",
     "PinRead",
     "PinStats",
@@ -773,10 +915,14 @@ __all__ = [
     "ProducedMemoryRead",
     "RecallStats",
     "RecalledMemory",
+    "ReceiptPublicKey",
+    "ReceiptSignature",
     "RecordedMemory",
     "RecordedPins",
     "RecordedRun",
     "RecordedSummary",
+    "RedactedCounts",
+    "RedactionRead",
     "RenderedContext",
     "RetentionPolicyRead",
     "RetractionRead",
@@ -785,6 +931,7 @@ __all__ = [
     "SectionVersionRef",
     "SeqRange",
     "Unavailable",
+    "UserMemoryPolicyRead",
     "WebhookCreated",
     "WebhookPage",
     "WebhookRead",

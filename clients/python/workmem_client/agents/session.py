@@ -47,7 +47,9 @@ class WorkmemSession:
     After an append, a commit runs when ``pending_tokens`` passes ``commit_threshold_tokens``
     (``None``: never), waiting for the working memory when ``commit_wait``; ``user_id``,
     ``agent_id`` and ``keep_recent_count`` apply when the agent session is created.
-    ``session_settings.limit`` is the default ``limit`` of ``get_items``.
+    ``session_settings.limit`` is the default ``limit`` of ``get_items``. With ``record``, every
+    context ``get_items`` reads is recorded in the context ledger, and ``last_context_id`` names
+    the newest one (``recorded_context`` on the client reads it, and renders it again).
     """
 
     session_settings: SessionSettings | None = None
@@ -65,8 +67,11 @@ class WorkmemSession:
         agent_id: str | None = None,
         keep_recent_count: int | None = None,
         session_settings: SessionSettings | None = None,
+        record: bool = False,
     ) -> None:
         self.session_id = session_id
+        self.record = record
+        self.last_context_id: uuid.UUID | None = None
         self._owns_client = client is None
         self.client = client if client is not None else WorkmemClient()
         self.token_budget = token_budget
@@ -147,7 +152,11 @@ class WorkmemSession:
         if agent_session_id is None or limit == 0:
             return []
         try:
-            context = self.client.context(agent_session_id, token_budget=self.token_budget)
+            context = self.client.context(
+                agent_session_id, token_budget=self.token_budget, record=self.record or None
+            )
+            if context.context_id is not None:
+                self.last_context_id = context.context_id
             live = self._live_items(agent_session_id, context)
         except NotFoundError:
             self._forget()

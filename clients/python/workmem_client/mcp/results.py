@@ -17,6 +17,9 @@ class ContextResult(BaseModel):
     tokens: int = Field(description="tokens of the messages and the system-prompt addition")
     token_budget: int
     archive_count: int
+    context_id: str | None = Field(
+        default=None, description="the context ledger's row, when asked to record"
+    )
 
 
 class AppendedResult(BaseModel):

@@ -125,12 +125,18 @@ def build_server(client: AsyncWorkmemClient, *, default_session: str | None = No
     @server.tool()
     @reported
     async def get_context(
-        session: str | None = None, token_budget: int | None = None, recall: str | None = None
+        session: str | None = None,
+        token_budget: int | None = None,
+        recall: str | None = None,
+        record: bool = False,
     ) -> ContextResult:
         """The context for your next model call: the working-memory summary, then the newest raw
-        messages, within token_budget; recall adds the user's most relevant long-term memories."""
+        messages, within token_budget; recall adds the user's most relevant long-term memories;
+        record keeps what it was made of in the context ledger (context_id names it)."""
         agent_session_id = await sessions.resolve(session)
-        found = await client.context(agent_session_id, token_budget=token_budget, recall=recall)
+        found = await client.context(
+            agent_session_id, token_budget=token_budget, recall=recall, record=record or None
+        )
         return ContextResult(
             agent_session_id=str(agent_session_id),
             system_prompt_addition=found.system_prompt_addition,
@@ -138,6 +144,7 @@ def build_server(client: AsyncWorkmemClient, *, default_session: str | None = No
             tokens=found.tokens.total,
             token_budget=found.tokens.budget,
             archive_count=found.archive_count,
+            context_id=None if found.context_id is None else str(found.context_id),
         )
 
     @server.tool()
