@@ -127,6 +127,13 @@ class Settings(BaseSettings):
 
     log_level: str = "INFO"
     log_json: bool = True
+    otel_endpoint: str | None = Field(
+        default=None,
+        description="OTLP/HTTP collector (http://host:4318): traces and metrics go there; off "
+        "unless this or OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT is set",
+    )
+    otel_service_name: str = Field(default="workmem", min_length=1, max_length=200)
+    otel_metrics_interval_s: float = Field(default=60.0, gt=0, le=3600)
 
     # --- long-term memory (DESIGN 9): extraction, embeddings, search ---------------------------
     memory_extractor: Literal["auto", "rules", "model", "off"] = Field(

@@ -18,7 +18,7 @@ from fastapi.responses import JSONResponse, Response
 from fastapi_offline import FastAPIOffline
 from sqlalchemy import exc as sa_exc
 
-from app import metrics
+from app import metrics, telemetry
 from app.archives.dependencies import WORKER
 from app.archives.endpoints import router as archives_router
 from app.archives.generation import WorkingMemoryGenerator
@@ -53,6 +53,8 @@ from app.tenancy import service as tenancy
 from app.tenancy.auth import AUTHENTICATOR, Authenticator
 from app.tenancy.endpoints import keys_router
 from app.tenancy.endpoints import router as admin_router
+from app.usage.endpoints import router as usage_router
+from app.usage.recorder import UsageRecorder
 from app.web.docs_pages import OfflineDocsPolicy
 from app.web.errors import SubApps, install_error_handlers, problem
 from app.web.json_bodies import BodiesAreJson
@@ -89,6 +91,8 @@ def create_app(
         # Everything built here is kept in a typed slot of the app's state (``app.web.state``)
         # declared beside the feature that reads it.
         owned = database is None
+        # OpenTelemetry, when configured (WORKMEM_OTEL_*, OTEL_EXPORTER_OTLP_*).
+        owns_telemetry = telemetry.start(settings)
         if database is not None:
             db_ = database
         else:
@@ -125,7 +129,9 @@ def create_app(
             ),
         )
         AUTHENTICATOR.put(app, Authenticator(db_, settings))
-        embedder = build_embedder(settings)
+        # Every model and embedding call becomes a usage row, written in the background.
+        usage = UsageRecorder(db_)
+        embedder = build_embedder(settings, usage.record)
         EMBEDDER.put(app, embedder)
         try:
             await check_embedder(db_, embedder)
@@ -133,11 +139,12 @@ def create_app(
             # The service starts with the database down and recovers when it returns; /readyz
             # repeats the check and stays 503 while the embedder does not fit.
             logger.warning("the embedder's dimension could not be checked: database unreachable")
-        chosen = generator or build_generator(settings)
+        chosen = generator or build_generator(settings, usage.record)
         memories = build_memory_extractor(settings, chosen, embedder)
         worker = build_worker(settings, db_, chosen, memories)
         WORKER.put(app, worker)
         stop = asyncio.Event()
+        recording = asyncio.create_task(usage.run(stop))
         task = asyncio.create_task(worker.run_alone(stop)) if settings.worker_enabled else None
         # Webhooks are delivered where the archive worker runs (serve without it leaves them
         # to `workmem worker`); any number of loops may run, each claim is its own.
@@ -158,8 +165,12 @@ def create_app(
             if group_commit is not None:
                 await group_commit.close()
             await close_embedder(embedder)
+            await recording
+            await usage.close()
             if owned:
                 await db_.dispose()
+            if owns_telemetry:
+                telemetry.stop()
 
     # /docs and /redoc load Swagger UI and ReDoc from files the service serves itself: no CDN.
     app = FastAPIOffline(
@@ -207,6 +218,8 @@ def create_app(
     app.include_router(lifecycle_router)
     app.include_router(erasure_router)
     app.include_router(retention_router)
+    # What the models cost (tenant admin keys).
+    app.include_router(usage_router)
 
     # The OpenViking-compatible API under /api/v1, with its own envelope errors (and /health).
     install_openviking_api(app, sub_apps)

@@ -158,3 +158,22 @@ async def exposition(database: Database, *, timeout_s: float = 1.0) -> tuple[byt
     await refresh_queue(database, timeout_s=timeout_s)
     refresh_pools(database)
     return generate_latest(), CONTENT_TYPE_LATEST
+
+
+# --- what the models cost (app/usage): tokens and calls by model and purpose -------------------
+
+MODEL_TOKENS = Counter(
+    "workmem_model_tokens_total",
+    "Tokens the model provider reported, by model, purpose and direction (input, output)",
+    ["model", "purpose", "direction"],
+)
+MODEL_CALLS_BY_OUTCOME = Counter(
+    "workmem_model_calls_total",
+    "Model and embedding calls, by purpose and outcome (ok, error, refused)",
+    ["purpose", "outcome"],
+)
+USAGE_ROWS_DROPPED = Counter(
+    "workmem_model_usage_rows_dropped_total",
+    "Model-call rows not written to model_calls, by reason (no_tenant, queue_full, write_failed)",
+    ["reason"],
+)

@@ -20,20 +20,24 @@ from app.memories.embedding import Embedder
 from app.memories.extraction import MemoryExtractor
 from app.memories.hashing import HashingEmbedder
 from app.memories.service import embedder_problem
+from app.usage.metered import MeteredChatModel, MeteredEmbedder, Sink
 from app.webhooks.delivery import DeliveryConfig, WebhookDeliverer
 from app.webhooks.schedule import RetrySchedule
 from app.wm.thresholds import GuardConfig
 
 
-def build_generator(settings: Settings) -> WorkingMemoryGenerator:
-    """The model provider chosen by configuration; the offline extractor when there is none."""
+def build_generator(settings: Settings, sink: Sink | None = None) -> WorkingMemoryGenerator:
+    """The model provider chosen by configuration; the offline extractor when there is none.
+
+    ``sink`` receives a usage row per model call (``app.usage``)."""
     chat: ChatModel | None = None
     if settings.use_openai:
         from app.llm.openai_provider import OpenAIChatModel
 
         base_url = settings.llm_base_url or "https://api.openai.com/v1"
-        # The breaker is outside the counting wrapper: a call it refuses was never made.
-        chat = BreakerChatModel(
+        # The breaker is outside the counting wrapper: a call it refuses was never made. The
+        # usage rows are outside the breaker: a refused call is a row of its own.
+        breaker = BreakerChatModel(
             InstrumentedChatModel(
                 OpenAIChatModel(
                     base_url=base_url,
@@ -52,6 +56,7 @@ def build_generator(settings: Settings) -> WorkingMemoryGenerator:
             ),
             provider=urlsplit(base_url).hostname or "openai",
         )
+        chat = MeteredChatModel(breaker, sink)
     return WorkingMemoryGenerator(
         chat,
         fallback=settings.llm_fallback,
@@ -102,13 +107,14 @@ class EmbedderMismatch(RuntimeError):
     """The configured embedder cannot write into this database's ``memories.embedding``."""
 
 
-def build_embedder(settings: Settings) -> Embedder:
-    """The embedder chosen by configuration; the offline ``hashing`` one by default."""
+def build_embedder(settings: Settings, sink: Sink | None = None) -> Embedder:
+    """The embedder chosen by configuration; the offline ``hashing`` one by default. ``sink``
+    receives a usage row per call of an embedding model (the offline one calls none)."""
     if settings.embedding_provider == "openai":
         from app.memories.openai_embedder import OpenAIEmbedder
 
         key = settings.embedding_api_key or settings.llm_api_key
-        return OpenAIEmbedder(
+        embedder = OpenAIEmbedder(
             base_url=settings.embedding_base_url
             or settings.llm_base_url
             or "https://api.openai.com/v1",
@@ -119,6 +125,7 @@ def build_embedder(settings: Settings) -> Embedder:
             timeout_s=settings.embedding_timeout_s,
             max_retries=settings.embedding_max_retries,
         )
+        return MeteredEmbedder(embedder, model=settings.embedding_model, sink=sink)
     return HashingEmbedder(settings.embedding_dim)
 
 
@@ -155,6 +162,8 @@ async def check_embedder(database: Database, embedder: Embedder) -> None:
 async def close_embedder(embedder: Embedder) -> None:
     from app.memories.openai_embedder import OpenAIEmbedder
 
+    if isinstance(embedder, MeteredEmbedder):
+        embedder = embedder.inner
     if isinstance(embedder, OpenAIEmbedder):
         await embedder.close()
 

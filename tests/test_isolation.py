@@ -64,6 +64,8 @@ BODIES: dict[tuple[str, str], Any] = {
     ("put", "/v1/tenant/retention"): {"idle_session_days": 36_500},
     ("patch", "/v1/sessions/{agent_session_id}"): {"memory_policy": {"working_memory": True}},
     ("put", "/v1/users/{user_id}/memory-policy"): {"working_memory": True},
+    ("post", "/v1/sessions/{agent_session_id}/archives/{archive_seq}:retry"): {"reason": "a probe"},
+    ("post", "/v1/sessions/{agent_session_id}/archives/{archive_seq}:clear"): {"reason": "a probe"},
     ("patch", "/api/v1/sessions/{session_id}/config"): {"memory_policy": {"working_memory": True}},
 }
 """A valid body for each operation that takes one (a new such route must be added here)."""
@@ -400,8 +402,11 @@ async def test_no_route_reveals_or_changes_what_another_tenant_may_not_see(
         ]
         if method in WRITES:
             forbidden.append(("reader", owner.keys.read, {403}))
-        if template.startswith(("/v1/keys", "/v1/webhooks", "/v1/users", "/v1/tenant")):
+        if template.startswith(
+            ("/v1/keys", "/v1/webhooks", "/v1/users", "/v1/tenant", "/v1/usage")
+        ):
             forbidden.append(("writer", owner.keys.write, {403}))
+            forbidden.append(("reader", owner.keys.read, {403}))
         for role, headers, statuses in forbidden:
             refused = await send(client, method, template, values, headers)
             tally.probes += 1

@@ -97,7 +97,7 @@ async def sessions(counted: Counted) -> list[str]:
         ("/v1/sessions?limit=50", 2),
         ("/v1/sessions/{id}", 2),
         ("/v1/sessions/{id}/archives", 2),
-        ("/v1/sessions/{id}/archives/1", 5),
+        ("/v1/sessions/{id}/archives/1", 6),  # and its retries and clears (audit trail)
         ("/v1/sessions/{id}/working-memory", 3),
         ("/v1/sessions/{id}/working-memory/history", 2),
         # The pins in force are one indexed read.

@@ -17,6 +17,7 @@ from app.archives.forking import ForkService
 from app.archives.presenter import archive_expanded, archive_read
 from app.archives.restoring import RestoreService
 from app.archives.schemas import (
+    ArchiveActionCreate,
     ArchiveExpanded,
     ArchivePage,
     ArchiveRead,
@@ -157,13 +158,14 @@ async def expand_archive(
 ) -> ArchiveExpanded:
     async with database.tenant(principal.tenant_id) as db:
         expanded = await ArchiveService(db, principal).expand(
-            agent_session_id, archive_seq, after_seq=after_seq or 0, limit=limit
+            agent_session_id, archive_seq, after_seq=after_seq or 0, limit=limit, with_actions=True
         )
     return archive_expanded(expanded)
 
 
 @router.post(
-    "/{agent_session_id}/archives/{archive_seq:int}:retry", responses=problems(404, 409, 422)
+    "/{agent_session_id}/archives/{archive_seq:int}:retry",
+    responses=problems(404, 409, *WITH_BODY),
 )
 async def retry_archive(
     agent_session_id: uuid.UUID,
@@ -171,24 +173,33 @@ async def retry_archive(
     principal: Writer,
     database: DatabaseDep,
     worker: WorkerDep,
+    body: ArchiveActionCreate | None = None,
 ) -> ArchiveRead:
+    """Queue a failed archive again (409 for any other); the retry is recorded in the
+    archive's ``actions`` with the key and the reason given."""
+    reason = None if body is None else body.reason
     async with database.tenant(principal.tenant_id) as db:
-        archive = await ArchiveService(db, principal).retry(agent_session_id, archive_seq)
+        archive = await ArchiveService(db, principal).retry(agent_session_id, archive_seq, reason)
     worker.wakeup.set()
     return archive_read(archive)
 
 
 @router.post(
-    "/{agent_session_id}/archives/{archive_seq:int}:clear", responses=problems(404, 409, 422)
+    "/{agent_session_id}/archives/{archive_seq:int}:clear",
+    responses=problems(404, 409, *WITH_BODY),
 )
 async def clear_archive(
     agent_session_id: uuid.UUID,
     archive_seq: ArchiveSeq,
     principal: Writer,
     database: DatabaseDep,
+    body: ArchiveActionCreate | None = None,
 ) -> ArchiveRead:
+    """Set a failed archive aside for good (409 for any other): it never runs again and the
+    next archive covers its messages; the clear is recorded in the archive's ``actions``."""
+    reason = None if body is None else body.reason
     async with database.tenant(principal.tenant_id) as db:
-        archive = await ArchiveService(db, principal).clear(agent_session_id, archive_seq)
+        archive = await ArchiveService(db, principal).clear(agent_session_id, archive_seq, reason)
     return archive_read(archive)
 
 

@@ -11,6 +11,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from app import telemetry
 from app.archives.retention import TurnRetention
 from app.archives.service import ArchiveService, CommitOutcome
 from app.archives.worker import ArchiveWorker
@@ -42,6 +43,12 @@ Render = Callable[["CommitResult"], tuple[int, bytes]]
 """A commit's answer (status, body) from its result."""
 
 
+@telemetry.traced(
+    "workmem.commit",
+    lambda database, worker, principal, agent_session_id, **_: telemetry.ids(
+        principal.tenant_id, agent_session_id
+    ),
+)
 async def commit(
     database: Database,
     worker: ArchiveWorker,
@@ -57,6 +64,7 @@ async def commit(
         outcome = await ArchiveService(db, principal).commit(agent_session_id, keep)
     if outcome.archive is None:
         return CommitResult(outcome, None, None)
+    telemetry.annotate(**{telemetry.ARCHIVE_SEQ: outcome.archive.archive_seq})
     if not wait:
         worker.wakeup.set()
     return await _finished(

@@ -4,6 +4,7 @@ and service results, beside the endpoints, so the schemas stay leaves."""
 from __future__ import annotations
 
 from app.archives.schemas import (
+    ArchiveActionRead,
     ArchiveExpanded,
     ArchiveRead,
     DecisionRead,
@@ -33,6 +34,10 @@ def archive_expanded(expanded: ExpandedArchive) -> ArchiveExpanded:
         next_after_seq=expanded.next_after_seq,
         messages_note=purged_note(archive),
         produced_memories=[ProducedMemoryRead.from_value(m) for m in expanded.memories],
+        actions=[
+            ArchiveActionRead.model_validate(action, from_attributes=True)
+            for action in expanded.actions
+        ],
     )
 
 

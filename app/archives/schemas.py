@@ -7,6 +7,7 @@ database or ORM module (an import contract holds it).
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, Literal
@@ -268,6 +269,26 @@ class WorkingMemoryRead(BaseModel):
         )
 
 
+class ArchiveActionCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    reason: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=1000,
+        description="why, kept with the action in the archive's audit trail",
+    )
+
+
+class ArchiveActionRead(BaseModel):
+    action: Literal["retry", "clear"]
+    actor: Literal["api_key", "operator"] = Field(
+        description="an API key, or the operator from the command line"
+    )
+    api_key_id: uuid.UUID | None = Field(description="the key that asked; null for the operator")
+    reason: str | None
+    created_at: datetime
+
+
 class ArchiveExpanded(ArchiveRead):
     overview: str | None
     legacy_overview: str | None
@@ -282,6 +303,10 @@ class ArchiveExpanded(ArchiveRead):
     produced_memories: list[ProducedMemoryRead] = Field(
         description="the long-term memory changes this archive made (provenance: memories → "
         "archive via their events, archive → memories here)"
+    )
+    actions: list[ArchiveActionRead] = Field(
+        default_factory=list,
+        description="every retry and clear of this archive, oldest first: who, when and why",
     )
 
 

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.archives.action_repository import ActionRepository
+from app.archives.actions import ArchiveActions
 from app.archives.imported import IMPORT_GENERATOR, ImportedArchive, imported_section_rows
 from app.archives.records import SectionVersionRow
 from app.archives.repository import ArchiveRepository, SplitRow
@@ -23,7 +25,7 @@ from app.archives.working_memory import RecordedDecision, WorkingMemory
 from app.errors import Conflict, NotFound
 from app.memories.records import ProducedMemory
 from app.memories.service import MemoryService
-from app.models import AgentSession, Archive, ArchiveStatus, WmSectionVersion
+from app.models import AgentSession, Archive, ArchiveAction, ArchiveStatus, WmSectionVersion
 from app.sessions.records import StoredMessage
 from app.sessions.service import AgentSessionService
 from app.tenancy.principal import Principal
@@ -60,6 +62,7 @@ class ExpandedArchive:
     messages: list[StoredMessage]
     decisions: list[RecordedDecision]
     memories: list[ProducedMemory]
+    actions: list[ArchiveAction] = field(default_factory=list)
 
     @property
     def next_after_seq(self) -> int | None:
@@ -302,8 +305,16 @@ class ArchiveService:
         return row
 
     async def expand(
-        self, agent_session_id: uuid.UUID, archive_seq: int, *, after_seq: int, limit: int
+        self,
+        agent_session_id: uuid.UUID,
+        archive_seq: int,
+        *,
+        after_seq: int,
+        limit: int,
+        with_actions: bool = False,
     ) -> ExpandedArchive:
+        """The archive with a page of its messages; ``with_actions``: and its retries and
+        clears (one more statement)."""
         archive = await self.get(agent_session_id, archive_seq)
         messages = await self.agent_sessions.messages_between(
             agent_session_id,
@@ -313,7 +324,8 @@ class ArchiveService:
         )
         decisions = await self.archives.decisions(agent_session_id, archive_seq)
         memories = await self.memories.produced_by(agent_session_id, archive_seq)
-        return ExpandedArchive(archive, messages, decisions, memories)
+        actions = await self.actions(archive.agent_session_id, archive_seq) if with_actions else []
+        return ExpandedArchive(archive, messages, decisions, memories, actions)
 
     async def memories_produced(
         self, agent_session_id: uuid.UUID, archive_seq: int
@@ -394,29 +406,33 @@ class ArchiveService:
             )
         return archive
 
-    async def retry(self, agent_session_id: uuid.UUID, archive_seq: int) -> Archive:
-        archive = await self._own(agent_session_id, archive_seq)
-        if archive.status != ArchiveStatus.FAILED:
-            raise Conflict(f"archive {archive_seq} is {archive.status}; only failed ones retry")
-        await self.archives.reschedule(
-            agent_session_id,
-            archive_seq,
-            delay_s=0,
-            attempt=0,
-            last_error=None,
-            error_stage=None,
-            finished_at=None,
-        )
-        return await self.get(agent_session_id, archive_seq)
+    async def _here(self, agent_session_id: uuid.UUID, archive_seq: int) -> None:
+        """404 for an unknown archive, 409 for one a fork shares with an ancestor."""
+        if await self.archives.get(agent_session_id, archive_seq, lock=True) is None:
+            await self._own(agent_session_id, archive_seq)
 
-    async def clear(self, agent_session_id: uuid.UUID, archive_seq: int) -> Archive:
-        """Set a failed archive aside for good; the next archive covers its messages."""
-        archive = await self.archives.get(agent_session_id, archive_seq, lock=True)
-        if archive is None:
-            return await self._own(agent_session_id, archive_seq)  # raises the 404 or 409
-        if archive.status != ArchiveStatus.FAILED:
-            raise Conflict(f"archive {archive_seq} is {archive.status}; only failed ones clear")
-        await self.archives.set_fields(
-            agent_session_id, archive_seq, status=ArchiveStatus.CLEARED, lease_until=None
+    async def retry(
+        self, agent_session_id: uuid.UUID, archive_seq: int, reason: str | None = None
+    ) -> Archive:
+        """Queue a failed archive again, recording who asked and why."""
+        await self._here(agent_session_id, archive_seq)
+        return await self._actions().retry(agent_session_id, archive_seq, reason)
+
+    async def clear(
+        self, agent_session_id: uuid.UUID, archive_seq: int, reason: str | None = None
+    ) -> Archive:
+        """Set a failed archive aside for good, recording who asked and why; the next archive
+        covers its messages."""
+        await self._here(agent_session_id, archive_seq)
+        return await self._actions().clear(agent_session_id, archive_seq, reason)
+
+    async def actions(self, agent_session_id: uuid.UUID, archive_seq: int) -> list[ArchiveAction]:
+        """The retries and clears of an archive the caller has already seen, oldest first."""
+        return list(
+            await ActionRepository(self.db, self.principal.scope).of_archive(
+                agent_session_id, archive_seq
+            )
         )
-        return await self.get(agent_session_id, archive_seq)
+
+    def _actions(self) -> ArchiveActions:
+        return ArchiveActions(self.db, self.principal.scope, self.principal.api_key_id)

@@ -23,6 +23,7 @@ from typing import Any
 import psycopg
 from sqlalchemy import exc as sa_exc
 
+from app import telemetry
 from app.archives import queue
 from app.archives.generation import WorkingMemoryGenerator
 from app.archives.jobs import ArchiveJobService, LeaseLost
@@ -41,6 +42,7 @@ from app.metrics import (
     record_decisions,
 )
 from app.models import ArchiveStatus
+from app.usage.records import calls_for
 
 logger = logging.getLogger(__name__)
 
@@ -168,9 +170,20 @@ class ArchiveWorker:
             await asyncio.gather(heartbeat, return_exceptions=True)
         PHASE2_DURATION.labels(outcome).observe(time.perf_counter() - started)
 
+    @telemetry.traced(
+        "workmem.archive.generate",
+        lambda self, claim: {
+            **telemetry.ids(claim.tenant_id, claim.agent_session_id, claim.archive_seq),
+            "workmem.attempt": claim.attempt,
+        },
+    )
     async def _process(self, claim: Claim) -> str:
         """Phase 2 of one claimed archive; its outcome (``done``, ``retry``, ``failed``,
-        ``lease_lost``) for the metrics."""
+        ``lease_lost``) for the metrics. Model calls made for it are the archive's."""
+        with calls_for(claim.tenant_id, claim.agent_session_id, claim.archive_seq):
+            return await self._phase2(claim)
+
+    async def _phase2(self, claim: Claim) -> str:
         started = time.perf_counter()
         stage = "load"
         try:
@@ -212,6 +225,7 @@ class ArchiveWorker:
         ARCHIVES_FINISHED.labels("done").inc()
         if generated is not None:
             GENERATORS.labels(generated.generator).inc()
+            telemetry.annotate(**{"workmem.generator": generated.generator})
             record_decisions(
                 (None if d.guard is None else d.guard.value, d.reason.value)
                 for d in generated.result.decisions

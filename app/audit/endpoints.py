@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Coroutine
-from datetime import datetime
+from datetime import date, datetime
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -36,9 +36,11 @@ from app.audit.signin import (
     set_cookie,
 )
 from app.deps import DatabaseDep
-from app.errors import AppError, Unauthenticated
+from app.errors import AppError, Forbidden, Unauthenticated
 from app.tenancy.auth import Authenticator, authenticator
-from app.tenancy.principal import Principal
+from app.tenancy.principal import Principal, Role
+from app.usage.chart import chart, daily_tokens
+from app.usage.endpoints import model_usage, report
 from app.validation import SEQ_MAX
 
 HERE = Path(__file__).parent
@@ -292,4 +294,34 @@ async def archive_messages(
         request,
         "messages.html",
         {"expanded": found.expanded, "agent_session": found.agent_session},
+    )
+
+
+@router.get("/usage")
+async def usage(
+    request: Request,
+    principal: PagePrincipal,
+    database: DatabaseDep,
+    first: Annotated[date | None, Query(alias="from")] = None,
+    last: Annotated[date | None, Query(alias="to")] = None,
+) -> Response:
+    """What the models cost, by day: a tenant admin key not bound to a user, like the API."""
+    if principal.role != Role.ADMIN or principal.user_id is not None:
+        raise Forbidden("Model usage takes a tenant admin key not bound to a user.")
+    found = report(await model_usage(principal, database, first, last))
+    days = daily_tokens(
+        found.from_,
+        found.to,
+        ((item.day, item.input_tokens, item.output_tokens) for item in found.items),
+    )
+    return render(
+        request,
+        "usage.html",
+        {
+            "first": found.from_,
+            "last": found.to,
+            "items": found.items,
+            "totals": found.totals,
+            "chart": chart(days),
+        },
     )

@@ -109,7 +109,8 @@ def archives_retry(
     agent_session: Annotated[uuid.UUID | None, typer.Option(help="only this agent session")] = None,
     archive_seq: Annotated[int | None, typer.Option(help="only this archive")] = None,
 ) -> None:
-    """Re-queue failed archives (all of them, or those matching the filters)."""
+    """Re-queue failed archives (all of them, or those matching the filters); each re-queue is
+    recorded as the operator's action."""
     from app.archives.queue import requeue_failed
 
     async def work(database: Database) -> list[dict[str, object]]:
@@ -120,6 +121,33 @@ def archives_retry(
 
     requeued = run_db(work, runtime().url)
     echo_json({"requeued": requeued})
+
+
+@archives_cli.command("clear")
+def archives_clear(
+    tenant: Annotated[uuid.UUID, typer.Option(help="the archive's tenant")],
+    agent_session: Annotated[uuid.UUID, typer.Option(help="the archive's agent session")],
+    archive_seq: Annotated[int, typer.Option(help="the archive", min=1)],
+    reason: Annotated[str | None, typer.Option(help="why, kept in the audit trail")] = None,
+) -> None:
+    """Set one failed archive aside for good: it never runs again and the next archive of its
+    agent session covers its messages. Recorded as the operator's action."""
+    from app.archives.actions import ArchiveActions
+    from app.tenancy.principal import Scope
+
+    async def work(database: Database) -> dict[str, object]:
+        async with database.tenant(tenant) as db:
+            archive = await ArchiveActions(db, Scope(tenant), None).clear(
+                agent_session, archive_seq, reason
+            )
+            return {
+                "tenant_id": str(tenant),
+                "agent_session_id": str(archive.agent_session_id),
+                "archive_seq": archive.archive_seq,
+                "status": archive.status.value,
+            }
+
+    echo_json({"cleared": run_operator(work, runtime().url)})
 
 
 @auditors_cli.command("create")

@@ -88,7 +88,9 @@ def worker(
     concurrency: Annotated[int, typer.Option(min=1, max=64, help="archives processed at once")] = 1,
 ) -> None:
     """Process archives (phase 2) until SIGTERM/SIGINT; run as many processes as you like."""
+    from app import telemetry
     from app.archives.worker import ArchiveWorker
+    from app.usage.recorder import UsageRecorder
     from app.wiring import (
         build_deliverer,
         build_embedder,
@@ -110,8 +112,10 @@ def worker(
             bounds=Bounds.from_settings(resolved.settings),
         )
         await database.check_login()
-        generator = build_generator(resolved.settings)
-        embedder = build_embedder(resolved.settings)
+        owns_telemetry = telemetry.start(resolved.settings)
+        usage = UsageRecorder(database)
+        generator = build_generator(resolved.settings, usage.record)
+        embedder = build_embedder(resolved.settings, usage.record)
         memories = build_memory_extractor(resolved.settings, generator, embedder)
         workers: list[ArchiveWorker] = [
             build_worker(resolved.settings, database, generator, memories)
@@ -129,6 +133,7 @@ def worker(
             else None
         )
         loops = [worker.run(stop) for worker in workers]
+        loops.append(usage.run(stop))
         if deliverer is not None:
             loops.append(deliverer.run(stop))
         try:
@@ -138,6 +143,8 @@ def worker(
                 await deliverer.close()
             await close_embedder(embedder)
             await database.dispose()
+            if owns_telemetry:
+                telemetry.stop()
 
     try:
         asyncio.run(main())

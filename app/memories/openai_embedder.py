@@ -67,12 +67,20 @@ class OpenAIEmbedder:
         await self._client.close()
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        vectors: list[list[float]] = []
-        for start in range(0, len(texts), BATCH_SIZE):
-            vectors += await self._batch(list(texts[start : start + BATCH_SIZE]))
+        vectors, _ = await self.embed_counted(texts)
         return vectors
 
-    async def _batch(self, texts: list[str]) -> list[list[float]]:
+    async def embed_counted(self, texts: Sequence[str]) -> tuple[list[list[float]], int]:
+        """The vectors, and the input tokens the server reported for them (0 when it did not)."""
+        vectors: list[list[float]] = []
+        tokens = 0
+        for start in range(0, len(texts), BATCH_SIZE):
+            batch, used = await self._batch(list(texts[start : start + BATCH_SIZE]))
+            vectors += batch
+            tokens += used
+        return vectors, tokens
+
+    async def _batch(self, texts: list[str]) -> tuple[list[list[float]], int]:
         try:
             response: object = await self._client.embeddings.create(
                 model=self._model,
@@ -86,7 +94,7 @@ class OpenAIEmbedder:
             raise EmbeddingError(
                 "the embeddings endpoint returned a body that is not JSON"
             ) from error
-        return self._vectors(response, len(texts))
+        return self._vectors(response, len(texts)), _input_tokens(response)
 
     def _vectors(self, response: object, expected: int) -> list[list[float]]:
         # Compatible servers vary: every field is checked as untrusted data.
@@ -111,6 +119,12 @@ class OpenAIEmbedder:
         if sorted(by_index) != list(range(expected)):
             raise EmbeddingError("the embeddings endpoint returned vectors with wrong indexes")
         return [by_index[index] for index in range(expected)]
+
+
+def _input_tokens(response: object) -> int:
+    usage: object = getattr(response, "usage", None)
+    tokens: object = getattr(usage, "prompt_tokens", 0)
+    return tokens if isinstance(tokens, int) and not isinstance(tokens, bool) and tokens > 0 else 0
 
 
 def _translate(error: openai.OpenAIError) -> EmbeddingError:

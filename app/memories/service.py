@@ -15,6 +15,7 @@ from typing import Final
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app import telemetry
 from app.cursors import decode_cursor, encode_cursor
 from app.errors import InvalidInput, NotFound, Unavailable
 from app.memories.embedding import Embedder, EmbeddingError, dimension_problem
@@ -90,6 +91,15 @@ class MemoryService:
         self.principal = principal
         self.memories = MemoryRepository(db, principal.scope)
 
+    @telemetry.traced(
+        "retrieval workmem.memories",
+        lambda self, query, **options: {
+            **telemetry.ids(self.principal.tenant_id),
+            telemetry.OPERATION: "retrieval",
+            telemetry.DATA_SOURCE: "workmem.memories",
+            "workmem.limit": options.get("limit", 5),
+        },
+    )
     async def search(
         self,
         query: MemoryQuery,

@@ -1,6 +1,6 @@
 """ORM tables, one module per aggregate. Importing this package registers every table."""
 
-from app.models.archives import Archive, ArchiveStatus, WmSectionVersion
+from app.models.archives import Archive, ArchiveAction, ArchiveStatus, WmSectionVersion
 from app.models.audit import AuditorLogin
 from app.models.idempotency import IdempotencyKey
 from app.models.ledger import ContextRecord
@@ -16,6 +16,7 @@ from app.models.sessions import (
     MessageRetraction,
 )
 from app.models.tenancy import ApiKey, Tenant
+from app.models.usage import ModelCall
 from app.models.webhooks import WebhookAttempt, WebhookDelivery, WebhookSubscription
 
 __all__ = [
@@ -23,6 +24,7 @@ __all__ = [
     "AgentSessionLineage",
     "ApiKey",
     "Archive",
+    "ArchiveAction",
     "ArchiveStatus",
     "AuditorLogin",
     "ContextRecord",
@@ -32,6 +34,7 @@ __all__ = [
     "Message",
     "MessageRedaction",
     "MessageRetraction",
+    "ModelCall",
     "Pin",
     "PinEvent",
     "ReceiptKey",

@@ -17,6 +17,7 @@ from sqlalchemy import (
     CheckConstraint,
     Enum,
     ForeignKeyConstraint,
+    Identity,
     Index,
     Integer,
     SmallInteger,
@@ -153,4 +154,38 @@ class WmSectionVersion(Base):
     generator: Mapped[str] = mapped_column(String(32))
     model: Mapped[str | None] = mapped_column(Text)
     prompt_version: Mapped[str | None] = mapped_column(String(32))
+    created_at: Mapped[CreatedAt]
+
+
+class ArchiveAction(Base):
+    """An operator action on an archive: a retry or a clear, by a key or from the command line."""
+
+    __tablename__ = "archive_actions"
+    __table_args__ = (
+        ForeignKeyConstraint(
+            ["tenant_id", "agent_session_id", "archive_seq"],
+            ["archives.tenant_id", "archives.agent_session_id", "archives.archive_seq"],
+            ondelete="CASCADE",
+        ),
+        CheckConstraint("action IN ('retry', 'clear')", name="action"),
+        CheckConstraint(
+            "(actor = 'api_key') = (api_key_id IS NOT NULL) AND actor IN ('api_key', 'operator')",
+            name="actor",
+        ),
+        Index(
+            "ix_archive_actions_tenant_id_agent_session_id",
+            "tenant_id",
+            "agent_session_id",
+            "archive_seq",
+        ),
+    )
+
+    tenant_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True)
+    action_id: Mapped[int] = mapped_column(BigInteger, Identity(always=True), primary_key=True)
+    agent_session_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True))
+    archive_seq: Mapped[int] = mapped_column(Integer)
+    action: Mapped[str] = mapped_column(Text)
+    actor: Mapped[str] = mapped_column(Text)
+    api_key_id: Mapped[uuid.UUID | None] = mapped_column(UUID(as_uuid=True))
+    reason: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[CreatedAt]

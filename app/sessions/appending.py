@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app import telemetry
 from app.db import Database, driver
 from app.errors import NotFound
 from app.limits.service import TenantLimits
@@ -68,6 +69,13 @@ class AppendFlow:
         self.rate.check_rate(principal.tenant_id, len(messages))
         return await prepare_append_off_loop(messages, self.limits)
 
+    @telemetry.traced(
+        "workmem.append",
+        lambda self, principal, agent_session_id, messages, *_, **__: {
+            **telemetry.ids(principal.tenant_id, agent_session_id),
+            "workmem.messages": len(messages),
+        },
+    )
     async def append(
         self,
         principal: Principal,
@@ -79,6 +87,13 @@ class AppendFlow:
         prepared = await self.prepare(principal, messages)
         return await self._store(principal.scope, agent_session_id, prepared, keyed)
 
+    @telemetry.traced(
+        "workmem.append",
+        lambda self, principal, external_id, messages, **_: {
+            **telemetry.ids(principal.tenant_id),
+            "workmem.messages": len(messages),
+        },
+    )
     async def append_named(
         self,
         principal: Principal,
@@ -108,6 +123,9 @@ class AppendFlow:
             row = await service.get_or_create(external_id, keep_recent_count=keep_recent_count)
             return await _store_within(db, principal.scope, row.agent_session_id, prepared)
 
+    @telemetry.traced(
+        "workmem.append", lambda self, principal, *_, **__: telemetry.ids(principal.tenant_id)
+    )
     async def append_named_with_call_ids(
         self,
         principal: Principal,

@@ -23,7 +23,10 @@ TESTED = {
     "archive_decisions",
     "restored_items",
     "restores",  # run in tests/archives/test_restore.py, on agent sessions restored there
+    "context_sections",  # run in tests/ledger/test_views.py, on recorded contexts
+    "contexts_using_message",  # likewise
     "forks_sharing",  # run in tests/archives/test_fork.py, on agent sessions forked there
+    "archive_actions",  # run in tests/archives/test_archive_actions.py, on actions taken there
 }
 
 

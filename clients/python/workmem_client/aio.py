@@ -14,7 +14,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import httpx
 
-from workmem_client import calls
+from workmem_client import calls, lifecycle_calls
 from workmem_client.call import Call
 from workmem_client.chat import chat_messages
 from workmem_client.config import resolve
@@ -90,10 +90,14 @@ class AsyncWorkmemClient:
     append_batch = _sent(calls.append_batch)
     messages = _sent(calls.messages)
     retract = _sent(calls.retract)
+    redact = _sent(lifecycle_calls.redact)
+    erase_user = _sent(lifecycle_calls.erase_user)
+    receipt_public_key = _sent(lifecycle_calls.receipt_public_key)
     commit = _sent(calls.commit)
     archives = _sent(calls.archives)
     archive = _sent(calls.archive)
     retry_archive = _sent(calls.retry_archive)
+    clear_archive = _sent(calls.clear_archive)
     set_memory_policy = _sent(calls.set_memory_policy)
     user_memory_policy = _sent(calls.user_memory_policy)
     set_user_memory_policy = _sent(calls.set_user_memory_policy)
@@ -116,6 +120,7 @@ class AsyncWorkmemClient:
     webhook_deliveries = _sent(calls.webhook_deliveries)
     retention = _sent(calls.retention)
     set_retention = _sent(calls.set_retention)
+    model_usage = _sent(calls.model_usage)
 
     async def chat_messages(
         self,

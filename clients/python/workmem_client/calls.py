@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping, Sequence
+from datetime import date
 from typing import Any, Literal
 from urllib.parse import quote
 
@@ -32,6 +33,7 @@ from workmem_client.models import (
     HistorySearchRead,
     MemorySearchRead,
     MessagePage,
+    ModelUsageReport,
     PinList,
     PinRead,
     RetentionPolicyRead,
@@ -258,10 +260,28 @@ def archive(
     )
 
 
-def retry_archive(agent_session_id: Id, archive_seq: int) -> Call[ArchiveRead]:
-    """Re-queue a failed archive."""
+def retry_archive(
+    agent_session_id: Id, archive_seq: int, *, reason: str | None = None
+) -> Call[ArchiveRead]:
+    """Re-queue a failed archive (recorded with the key and ``reason`` in its ``actions``)."""
     return Call(
-        "POST", f"{_session(agent_session_id)}/archives/{archive_seq}:retry", reads(ArchiveRead)
+        "POST",
+        f"{_session(agent_session_id)}/archives/{archive_seq}:retry",
+        reads(ArchiveRead),
+        body=body(reason=reason),
+    )
+
+
+def clear_archive(
+    agent_session_id: Id, archive_seq: int, *, reason: str | None = None
+) -> Call[ArchiveRead]:
+    """Set a failed archive aside for good: it never runs again and the next archive covers its
+    messages (recorded with the key and ``reason`` in its ``actions``)."""
+    return Call(
+        "POST",
+        f"{_session(agent_session_id)}/archives/{archive_seq}:clear",
+        reads(ArchiveRead),
+        body=body(reason=reason),
     )
 
 
@@ -504,3 +524,20 @@ def set_retention(
         memory_days=dict(memory_days or {}),
     )
     return Call("PUT", "/v1/tenant/retention", reads(RetentionPolicyRead), body=payload)
+
+
+# --- what the models cost (admin keys) ---------------------------------------------------------
+
+
+def model_usage(
+    *, since: date | str | None = None, until: date | str | None = None
+) -> Call[ModelUsageReport]:
+    """The tenant's model calls and tokens by UTC day and model, from ``since`` to ``until``
+    (both days included; the server's defaults: the 30 days up to today)."""
+    days = {"from": since, "to": until}
+    return Call(
+        "GET",
+        "/v1/usage/models",
+        reads(ModelUsageReport),
+        params={name: str(day) for name, day in days.items() if day is not None},
+    )
