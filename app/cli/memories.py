@@ -31,6 +31,7 @@ def memories_reembed(
 
     from app.memories.embedding import EmbeddingError
     from app.memories.reembed import ReembedReport, reembed
+    from app.usage.recorder import UsageRecorder
     from app.wiring import build_embedder, close_embedder
 
     resolved = runtime()
@@ -45,7 +46,9 @@ def memories_reembed(
     task = progress.add_task("re-embedding", total=None)
 
     async def work(database: Database) -> ReembedReport:
-        embedder = build_embedder(resolved.settings)
+        # What each embedding call cost: written before the command ends.
+        usage = UsageRecorder(database)
+        embedder = build_embedder(resolved.settings, usage.record)
         try:
             with progress:
                 return await reembed(
@@ -58,6 +61,7 @@ def memories_reembed(
                 )
         finally:
             await close_embedder(embedder)
+            await usage.close()
 
     try:
         report = run_db(work, resolved.url)

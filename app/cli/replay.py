@@ -101,7 +101,11 @@ def eval_command(
         Path | None, typer.Option(help="the datasets folder (default: ../shared/datasets)")
     ] = None,
     sets: Annotated[
-        str | None, typer.Option(help="comma-separated: locomo, tau-bench, swe-agent (default all)")
+        str | None,
+        typer.Option(
+            help="comma-separated: locomo, tau-bench, swe-agent (default all); "
+            "--adversary also attacks dialogsum"
+        ),
     ] = None,
     limit: Annotated[
         int | None, typer.Option(min=1, help="evaluate only the first N conversations of each set")

@@ -13,16 +13,18 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from app.archives.working_memory import WorkingMemory
+from app.context.brief import shown_words
 from app.context.budget import Budget
 from app.context.clearing import Clearing, clear_units
 from app.context.outgoing import outgoing
 from app.context.pinned import NO_PINS, Pinned, pinned_block
 from app.context.recall import NO_RECALL, RECALL_SHARE, Recall, recall_block
 from app.context.summary import Summary, summarise
-from app.context.units import Dropped, fit_units, group_units, newest_user_index
+from app.context.units import Dropped, Unit, fit_units, group_units, newest_user_index
 from app.memories.records import SearchHit
 from app.pins.records import Pin
 from app.sessions.records import StoredMessage
+from app.wm.messages import read_messages
 from app.wm.tokens import TokenCounter
 
 SUMMARY_FLOOR_SHARE: Final = 4
@@ -145,6 +147,19 @@ def _omitted_ranges(
     return tuple(ranges)
 
 
+def message_words(messages: Sequence[dict[str, Any]]) -> frozenset[str]:
+    """The words of raw messages as a model reads them: text, tool calls and tool results."""
+    texts: list[str] = []
+    for view in read_messages(list(messages)):
+        texts.append(view.text)
+        texts += [f"{call.name} {call.arguments}" for call in view.tool_calls]
+    return shown_words(texts)
+
+
+def _units_words(units: Sequence[Unit]) -> frozenset[str]:
+    return message_words([dict(member.message) for unit in units for member in unit.members])
+
+
 def assemble(
     budget: Budget,
     window: Window,
@@ -155,6 +170,7 @@ def assemble(
     recalled: Sequence[SearchHit] = (),
     pins: Sequence[Pin] = (),
     clearing: Clearing | None = None,
+    first_terms: Sequence[str] = (),
 ) -> Assembly:
     """Decide what is sent. Priorities, highest first: the newest user message, the system-prompt
     hint, the pins and the summary (sharing the summary's layer, pins first), the recalled
@@ -166,7 +182,8 @@ def assemble(
     ``min(wm_layer, usable - hint - newest user message)``; the hint is left out only when it and
     that message alone exceed the usable budget. Within the layer the summary is reduced, every
     section of it, before a pin is left out. With ``clearing``, older tool results are sent as a
-    placeholder, and raw messages are fitted at what they cost then.
+    placeholder, and raw messages are fitted at what they cost then. ``first_terms`` lead the
+    summary's brief (``share``: what the newest summarised messages not sent raw hold).
     """
     units, dropped = group_units(window.candidates, complete=window.complete)
     saved: dict[int, int] = {}
@@ -197,7 +214,13 @@ def assemble(
     room = usable - hint_tokens - pinned.tokens
     raw_tokens = max(forced_tokens, fit_units(units, room).tokens)
     layer = max(0, min(layer, max(usable // SUMMARY_FLOOR_SHARE, room - raw_tokens)))
-    summary = None if working_memory is None else summarise(working_memory, layer, counter)
+    # What a reduced summary's brief need not repeat: the raw messages sure to be sent beside it.
+    shown = _units_words(fit_units(units, room - layer).included) if units else frozenset()
+    summary = (
+        None
+        if working_memory is None
+        else summarise(working_memory, layer, counter, shown, first_terms)
+    )
     summary_layer = layer
     wm_tokens = summary.tokens if summary is not None else 0
     if summary is not None and summary.text is None and not hint_omitted:
@@ -208,7 +231,7 @@ def assemble(
         noted = f"{text} {CUT_NOTE}"
         noted_tokens = counter(noted)
         noted_layer = layer - (noted_tokens - hint_tokens)
-        shorter = summarise(working_memory, noted_layer, counter)
+        shorter = summarise(working_memory, noted_layer, counter, shown, first_terms)
         if shorter.text is not None:
             summary, wm_tokens, summary_layer = shorter, shorter.tokens, noted_layer
             text, hint_tokens = noted, noted_tokens

@@ -28,6 +28,7 @@ from app.context.hint import (
     listed_archives,
     system_prompt_addition,
 )
+from app.context.share import displaced, displaced_terms, is_reduced
 from app.memories.records import SearchHit
 from app.memories.service import RECALL_LIMIT, MemoryQuery, MemoryService
 from app.models import AgentSession, Archive
@@ -149,35 +150,51 @@ class ContextService:
                 summary_sent=False,
             ),
         )
-        result = assemble(
-            budget,
-            window,
-            working_memory=working_memory,
-            hint=hint,
-            counter=self.counter,
-            recalled=recalled,
-            pins=pins,
-            clearing=clearing,
-        )
+
+        def build(first_terms: Sequence[str] = ()) -> Assembly:
+            return assemble(
+                budget,
+                window,
+                working_memory=working_memory,
+                hint=hint,
+                counter=self.counter,
+                recalled=recalled,
+                pins=pins,
+                clearing=clearing,
+                first_terms=first_terms,
+            )
+
+        result = build()
         room = fill_room(result, budget.usable) if fill else 0
-        if room:
+        # A reduced summary displaces covered messages truncation would send (``share``): they
+        # are read as far back as the whole usable budget, and their terms lead its brief.
+        reduced = fill and is_reduced(result)
+        if room or reduced:
             covered = await self._read_back(
                 agent_session_id,
                 upto=floor_seq,
                 floor_seq=0,
-                tokens=room,
+                tokens=budget.usable if reduced else room,
                 need_user=False,
                 clearing=clearing,
                 retracted=retracted,
             )
-            chosen = choose_fill(
-                covered,
-                room,
-                clearing=clearing,
-                kept_before=result.kept_whole,
-                counter=self.counter,
-            )
-            result = with_fill(result, chosen)
+
+            def filled(assembly: Assembly) -> Assembly:
+                chosen = choose_fill(
+                    covered,
+                    fill_room(assembly, budget.usable),
+                    clearing=clearing,
+                    kept_before=assembly.kept_whole,
+                    counter=self.counter,
+                )
+                return with_fill(assembly, chosen)
+
+            result = filled(result)
+            if reduced:
+                gone = displaced(covered, result, budget.usable, self.counter)
+                if gone:
+                    result = filled(build(displaced_terms(gone)))
         return AssembledContext(
             agent_session,
             budget,

@@ -8,12 +8,13 @@ legacy free-text summary. Pure; never decides the layer (``budget``) or what els
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Final
 
 from app.archives.working_memory import WorkingMemory
+from app.context.brief import brief_terms, fit_brief, shown_words
 from app.wm.items import is_heading
 from app.wm.sections import SECTIONS, Section, render
 from app.wm.tokens import TokenCounter
@@ -79,6 +80,10 @@ class Summary:
     text: str | None
     tokens: int
     cuts: tuple[Cut, ...] = ()
+    brief_terms: int = 0
+    """Terms of the cut parts listed in the brief line that closes a reduced summary."""
+    brief_tokens: int = 0
+    """What the brief added to ``tokens``."""
 
 
 def _item_lines(body: str) -> list[int]:
@@ -122,9 +127,87 @@ def _section_block(section: Section, body: str) -> str:
     return f"## {section.value}\n{body}\n\n" if body else f"## {section.value}\n\n"
 
 
-def summarise_sections(
-    sections: Mapping[Section, str], layer: int, counter: TokenCounter
+BRIEF_ORDER: Final[tuple[Section, ...]] = (
+    Section.OPEN_ISSUES,
+    Section.ERRORS,
+    Section.CURRENT_STATE,
+    Section.TASK_AND_GOALS,
+    Section.KEY_FACTS,
+    Section.FILES,
+    Section.SESSION_TITLE,
+)
+"""The brief lists the cut items' terms in the reverse of the reduction's order: what the
+reduction keeps longest matters most."""
+
+
+def _cut_items(original: Mapping[Section, str], kept: Mapping[Section, str]) -> list[str]:
+    """The items the reduction took out, most important section first, newest item first."""
+    items: list[str] = []
+    for section in BRIEF_ORDER:
+        lines = original.get(section, "").strip().splitlines()
+        left = set(kept.get(section, "").splitlines())
+        items += [line for line in reversed(lines) if line.strip() and line not in left]
+    return items
+
+
+def _with_brief(
+    summary: Summary,
+    original: Mapping[Section, str],
+    kept: Mapping[Section, str],
+    layer: int,
+    counter: TokenCounter,
+    shown: frozenset[str],
+    first: Sequence[str] = (),
 ) -> Summary:
+    """``summary`` closed by the brief, in the room its layer has left: ``first`` (the terms of
+    the newest summarised messages the context does not repeat raw), then the terms of its cuts,
+    each once and none the summary or ``shown`` already holds."""
+    if summary.text is None or not (summary.cuts or first):
+        return summary
+    held = shown | shown_words([summary.text])
+    leading = [term for term in dict.fromkeys(first) if term.lower() not in held]
+    terms = brief_terms(_cut_items(original, kept), held | {t.lower() for t in leading})
+    terms = [*leading, *terms]
+    room = layer - summary.tokens
+    while terms and room > 0:
+        line, _, listed = fit_brief(terms, room, counter)
+        if not listed:
+            break
+        text = f"{summary.text.rstrip()}\n\n{line}\n"
+        tokens = counter(text)
+        if tokens <= layer:
+            return Summary(text, tokens, summary.cuts, listed, tokens - summary.tokens)
+        # Counts are not exactly additive: try again a little tighter.
+        room -= tokens - layer
+    return summary
+
+
+FIRST_BRIEF_SHARE: Final = 2
+"""The terms of the newest summarised messages not sent raw may take up to half the layer: the
+sections are reduced to make that room before the brief is written."""
+
+
+def summarise_sections(
+    sections: Mapping[Section, str],
+    layer: int,
+    counter: TokenCounter,
+    shown: frozenset[str] = frozenset(),
+    first: Sequence[str] = (),
+) -> Summary:
+    """The summary of a seven-section WM within ``layer`` tokens, reduced in ``REDUCTION_ORDER``,
+    closed by the brief (``first``, then the cuts' terms) in the room left."""
+    if layer <= 0:
+        return Summary(None, 0)
+    leading = [term for term in dict.fromkeys(first) if term.lower() not in shown]
+    reserve = fit_brief(leading, layer // FIRST_BRIEF_SHARE, counter)[1] if leading else 0
+    summary, bodies = _reduce(sections, layer - reserve, counter)
+    original = {section: sections.get(section, "").strip() for section in SECTIONS}
+    return _with_brief(summary, original, bodies, layer, counter, shown, leading)
+
+
+def _reduce(
+    sections: Mapping[Section, str], layer: int, counter: TokenCounter
+) -> tuple[Summary, dict[Section, str]]:
     """The summary of a seven-section WM within ``layer`` tokens, reduced in ``REDUCTION_ORDER``.
 
     Each section block is counted once and recounted only when a step changes it; the text that
@@ -132,9 +215,9 @@ def summarise_sections(
     that count decides, and reduction goes on while it is over the layer). A step that would not
     make the summary shorter (a body shorter than its cut marker) is skipped.
     """
-    if layer <= 0:
-        return Summary(None, 0)
     bodies = {section: sections.get(section, "").strip() for section in SECTIONS}
+    if layer <= 0:
+        return Summary(None, 0), bodies
     blocks = {section: counter(_section_block(section, bodies[section])) for section in SECTIONS}
     fixed = counter(f"{SUMMARY_HEADER}\n\n# Working Memory\n\n")
     steps = iter(REDUCTION_ORDER)
@@ -159,7 +242,7 @@ def summarise_sections(
     while tokens > layer:
         step = next(steps, None)
         if step is None:
-            return Summary(None, 0)
+            return Summary(None, 0), bodies
         before = bodies[step.section]
         cut = _apply(step, bodies)
         if cut is None:
@@ -171,7 +254,7 @@ def summarise_sections(
             continue
         cuts.append(cut)
         text, tokens = shorter, shorter_tokens
-    return Summary(text, tokens, tuple(cuts))
+    return Summary(text, tokens, tuple(cuts)), bodies
 
 
 def summarise_legacy(text: str, layer: int, counter: TokenCounter) -> Summary:
@@ -201,8 +284,16 @@ def summarise_legacy(text: str, layer: int, counter: TokenCounter) -> Summary:
     return Summary(kept, counter(kept), (Cut(CutKind.TEXT, None, len(lines) - low),))
 
 
-def summarise(working_memory: WorkingMemory, layer: int, counter: TokenCounter) -> Summary:
-    """The summary of a working memory: its sections, or its legacy free text."""
+def summarise(
+    working_memory: WorkingMemory,
+    layer: int,
+    counter: TokenCounter,
+    shown: frozenset[str] = frozenset(),
+    first: Sequence[str] = (),
+) -> Summary:
+    """The summary of a working memory: its sections, or its legacy free text. ``shown`` are the
+    words of the raw messages sent beside it, which the brief leaves out; ``first`` the terms
+    the brief lists before those of the cuts."""
     if working_memory.legacy_text is not None:
         return summarise_legacy(working_memory.legacy_text, layer, counter)
-    return summarise_sections(working_memory.sections, layer, counter)
+    return summarise_sections(working_memory.sections, layer, counter, shown, first)

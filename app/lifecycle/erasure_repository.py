@@ -43,10 +43,11 @@ KNOWN_TABLES: Final = frozenset(
     }
 )
 
-UNLINKED_TABLES: Final = frozenset({"model_calls"})
-"""Tables whose rows outlive the agent session without naming it: their foreign key sets the
-``agent_session_id`` to NULL when the agent session goes (what the models cost stays on the
-tenant's bill, with no id of the user)."""
+UNLINKED_TABLES: Final = frozenset({"model_calls", "archive_actions"})
+"""Tables whose rows go with the agent session by their foreign key, not by a delete of their
+own: ``model_calls`` keeps its rows with the ``agent_session_id`` set to NULL (what the models
+cost stays on the tenant's bill, with no id of the user); ``archive_actions`` (an audit record
+the service may not delete) loses them with the agent session."""
 
 _OTHER_TABLES = text(
     """
@@ -202,6 +203,26 @@ class ErasureRepository:
             self._bind(ids=list(memory_ids)),
         )
         return _count(result)
+
+    async def may_delete(self, table: str) -> bool:
+        """Whether the service's login may delete from ``table`` (an append-only audit table
+        loses an agent session's rows only by its foreign key's cascade)."""
+        allowed = await self.db.scalar(
+            text("SELECT has_table_privilege(CAST(:table AS text), 'DELETE')"),
+            {"table": f'public."{table}"'},
+        )
+        return bool(allowed)
+
+    async def count_session_rows(self, table: str, agent_session_id: uuid.UUID) -> int:
+        # Table names come from the catalogue, never from input.
+        found = await self.db.scalar(
+            text(
+                f'SELECT count(*) FROM "{table}" '  # noqa: S608
+                "WHERE tenant_id = :tenant_id AND agent_session_id = :sid"
+            ),
+            self._bind(sid=agent_session_id),
+        )
+        return int(found or 0)
 
     async def delete_session_rows(self, table: str, agent_session_id: uuid.UUID) -> int:
         # Table names come from this module or the catalogue, never from input.

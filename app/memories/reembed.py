@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from app.db import Database
 from app.memories.embedding import Embedder
 from app.memories.jobs import MemoryJobService
+from app.usage.records import calls_for
 
 DEFAULT_BATCH = 64
 
@@ -55,7 +56,8 @@ async def reembed(
             rows = await MemoryJobService(db, tenant_id).stale(model, after=after, limit=batch_size)
         if not rows:
             break
-        vectors = await embedder.embed([content for _, content in rows])
+        with calls_for(tenant_id, purpose="embedding"):
+            vectors = await embedder.embed([content for _, content in rows])
         async with database.tenant(tenant_id) as db:
             done = await MemoryJobService(db, tenant_id).store_embeddings(rows, vectors, model)
         written += done

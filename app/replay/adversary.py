@@ -25,7 +25,7 @@ from app.archives.generation import WorkingMemoryGenerator
 from app.config import Settings
 from app.llm.adversary import OUTSIDE, Attack, AttackClass, HostileModel
 from app.llm.adversary_reading import Target, protected_targets
-from app.replay.datasets import find_sets
+from app.replay.datasets import ADVERSARY_SETS, find_sets
 from app.replay.protected import protected_losses
 from app.replay.run import (
     ArchiveOutcome,
@@ -129,9 +129,11 @@ def score(
     archives: Sequence[ArchiveOutcome],
     history: Sequence[Mapping[str, Any]],
     messages: Mapping[int, Mapping[str, Any]],
+    name: str = "",
 ) -> None:
     """Add one conversation's attacks to ``tally``; ``messages`` are the stored messages by
-    seq (each attacked archive's source)."""
+    seq (each attacked archive's source); ``name`` says in which conversation a miss was."""
+    where = f"{name}: " if name else ""
     tally.conversations += 1
     by_archive: dict[int, dict[Section, Mapping[str, Any]]] = {}
     for row in history:
@@ -144,7 +146,7 @@ def score(
         if archive is not None and caught(attack, archive, versions):
             tally.caught += 1
         else:
-            tally.missed.append(f"not caught: messages {attack.first_seq}-{attack.last_seq}")
+            tally.missed.append(f"{where}not caught: messages {attack.first_seq}-{attack.last_seq}")
         if archive is not None:
             attacked[archive.archive_seq] = archive
     for archive_seq, archive in sorted(attacked.items()):
@@ -159,11 +161,11 @@ def score(
         for target in source_targets(span, archive.start_seq, prior):
             if not kept(target, str(versions.get(target.section, {}).get("content", ""))):
                 tally.lost += 1
-                tally.missed.append(f"lost from {target.section.value}: {target.text[:60]}")
+                tally.missed.append(f"{where}lost from {target.section.value}: {target.text[:60]}")
     history_by_section = {Section(name): bodies for name, bodies in by_section(history).items()}
     for loss in protected_losses(history_by_section):
         tally.lost += 1
-        tally.missed.append(f"lost later from {loss.section.value}: {loss.item[:60]}")
+        tally.missed.append(f"{where}lost later from {loss.section.value}: {loss.item[:60]}")
 
 
 @dataclass(slots=True)
@@ -209,7 +211,7 @@ async def run_adversary(
 ) -> AdversaryRun:
     """Every class over the first ``limit`` conversations of each set found under ``root``, on
     one throwaway database (one service per class, its model that class's hostile model)."""
-    found = find_sets(root, sets)
+    found = find_sets(root, sets, ADVERSARY_SETS)
     announce(console, found)
     present = [item for item in found if item.present]
     if not present:
@@ -235,7 +237,14 @@ async def run_adversary(
                             int(row["seq"]): row["message"]
                             for row in await stored_messages(http, sid)
                         }
-                        score(tally, model.attacks[before:], replayed.archives, history, stored)
+                        score(
+                            tally,
+                            model.attacks[before:],
+                            replayed.archives,
+                            history,
+                            stored,
+                            conversation.name,
+                        )
                     console.print(
                         f"{kind.value} on {item.set.name}: {tally.attacks} attacks, "
                         f"{tally.caught} caught, {tally.lost} lost",

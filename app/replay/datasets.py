@@ -127,6 +127,13 @@ EVALUATION_SETS: Final = (
     EvaluationSet("swe-agent", "swe-agent-trajectories", swe_agent),
 )
 
+ADVERSARY_SETS: Final = (
+    *EVALUATION_SETS,
+    EvaluationSet("dialogsum", "dialogsum", dialogsum),
+)
+"""The adversary evaluation also attacks DialogSum's short dialogues (too short for the
+retention evaluation's budgets: each fits 2 000 tokens raw)."""
+
 
 @dataclass(frozen=True, slots=True)
 class FoundSet:
@@ -135,10 +142,15 @@ class FoundSet:
     present: bool
 
 
-def find_sets(root: Path, names: frozenset[str] | None = None) -> list[FoundSet]:
-    """Which evaluation sets are under ``root`` (all of them, or only those ``names`` asks for)."""
+def find_sets(
+    root: Path,
+    names: frozenset[str] | None = None,
+    among: tuple[EvaluationSet, ...] = EVALUATION_SETS,
+) -> list[FoundSet]:
+    """Which sets of ``among`` are under ``root`` (all of them, or only those ``names`` asks
+    for)."""
     return [
         FoundSet(item, root / item.folder, (root / item.folder).is_dir())
-        for item in EVALUATION_SETS
+        for item in among
         if names is None or item.name in names
     ]

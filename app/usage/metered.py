@@ -167,6 +167,16 @@ class MeteredChatModel:
             return outcome
 
 
+def _embedding_purpose(scope: CallScope | None) -> Purpose:
+    """What the work said, else ``embedding`` for an archive and ``query_embedding`` for a
+    search."""
+    if scope is not None and scope.purpose is not None:
+        return scope.purpose
+    if scope is not None and scope.archive_seq is not None:
+        return "embedding"
+    return "query_embedding"
+
+
 class CountingEmbedder(Embedder, Protocol):
     """An embedder that also tells the input tokens the provider reported."""
 
@@ -192,11 +202,7 @@ class MeteredEmbedder:
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
         scope = current_scope(TENANT_ID.get())
-        purpose: Purpose = (
-            "embedding"
-            if scope is not None and scope.archive_seq is not None
-            else "query_embedding"
-        )
+        purpose = _embedding_purpose(scope)
         attributes = span_attributes("embeddings", self.provider, self.model, purpose, scope)
         with telemetry.span(f"embeddings {self.model}", attributes, client=True) as current:
             started = time.perf_counter()

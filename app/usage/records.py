@@ -26,6 +26,8 @@ class CallScope:
     tenant_id: uuid.UUID
     agent_session_id: uuid.UUID | None = None
     archive_seq: int | None = None
+    purpose: Purpose | None = None
+    """The purpose of the embeddings made inside, when the work says it (re-embedding)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,9 +52,11 @@ def calls_for(
     tenant_id: uuid.UUID,
     agent_session_id: uuid.UUID | None = None,
     archive_seq: int | None = None,
+    *,
+    purpose: Purpose | None = None,
 ) -> Iterator[CallScope]:
     """Model calls made inside work for this tenant, agent session and archive."""
-    scope = CallScope(tenant_id, agent_session_id, archive_seq)
+    scope = CallScope(tenant_id, agent_session_id, archive_seq, purpose)
     token = _SCOPE.set(scope)
     try:
         yield scope

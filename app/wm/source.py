@@ -68,20 +68,38 @@ def _worded(item: str, other: str) -> bool:
     )
 
 
-def _held(item: str, body: str, same: Same) -> bool:
-    """Whether the body keeps the item: its snippet, or an item that says the same thing."""
-    if is_kept(item, body.lower()):
-        return True
-    text = strip_markers(item)
-    return any(same(text, strip_markers(other)) for other in split_items(body))
-
-
 def _missing(body: str, watched: list[str], marker: Marker | None, same: Same) -> list[str]:
-    restored: list[str] = []
+    """The watched items the body does not keep. An item is kept by a body item holding its
+    snippet, or else by one that says the same thing; each body item keeps one watched item
+    only, exact holders first (two users' "no travel insurance" are two constraints, and one
+    kept line must not stand in for both)."""
+    items = split_items(body)
+    used: set[int] = set()
+    unheld: list[str] = []
     for item in watched:
-        current = "\n".join([body, *(f"- {line}" for line in restored)])
-        if not _held(item, current, same):
+        holder = next(
+            (i for i, other in enumerate(items) if i not in used and is_kept(item, other.lower())),
+            None,
+        )
+        if holder is None:
+            unheld.append(item)
+        else:
+            used.add(holder)
+    restored: list[str] = []
+    for item in unheld:
+        text = strip_markers(item)
+        holder = next(
+            (
+                i
+                for i, other in enumerate(items)
+                if i not in used and same(text, strip_markers(other))
+            ),
+            None,
+        )
+        if holder is None:
             restored.append(item if marker is None else with_marker(marker, item))
+        else:
+            used.add(holder)
     return restored
 
 

@@ -265,7 +265,7 @@ def test_item_cuts_keep_the_first_files_and_the_newest_facts() -> None:
     assert "src/billing/module_21.py" not in summary.text
     assert "- [cut: 10 more items, to fit the token budget]" in summary.text
 
-    after_files = summary.tokens
+    after_files = summary.tokens - summary.brief_tokens
     both = summarise_sections(sections, after_files - 1, count_tokens)
     assert both.text is not None
     assert [cut.section for cut in both.cuts] == [Section.FILES, Section.KEY_FACTS]

@@ -10,6 +10,7 @@ from typing import Any
 
 import httpx
 
+from app.context.brief import BRIEF_OPEN
 from tests.compat.helpers import API, ok
 from tests.conftest import TenantKeys
 from tests.context.helpers import SUMMARY_PREFIX, assert_well_formed, get_context, stored_messages
@@ -160,3 +161,38 @@ async def test_fill_must_be_a_boolean(client: httpx.AsyncClient, tenant: TenantK
     )
     assert response.status_code == 422
     assert response.json()["errors"][0]["loc"] == ["query", "fill"]
+
+
+async def test_a_reduced_summary_lists_what_it_displaced_in_brief(
+    client: httpx.AsyncClient, tenant: TenantKeys
+) -> None:
+    """At a budget the summary does not fit whole, its brief opens with the flight numbers of the
+    newest covered messages it displaced (those truncation would send and the context does not
+    send raw), newest first."""
+    sid = await committed(client, tenant, "fill-brief")
+    stored = await stored_messages(client, tenant, sid)
+    budget = 450
+    filled = await get_context(
+        client, tenant, sid, token_budget=budget, reserve_tokens=0, fill=True
+    )
+    assert_well_formed(filled)
+    stats, tokens = filled["stats"], filled["tokens"]
+    assert stats["wm_cuts"], "the summary is reduced at this budget"
+    assert tokens["total"] <= budget
+    covered = filled["working_memory"]["covered_end_seq"]
+    start = stats["filled_range"]["start_seq"] if stats["messages_filled"] else covered + 1
+    newest = [row for row in stored if row["seq"] < start][-2:]
+    flights = [
+        word.strip(".,?")
+        for row in reversed(newest)
+        for word in str(row["message"].get("content") or "").split()
+        if word.startswith("HAT")
+    ]
+    assert flights
+    brief = filled["messages"][0]["content"].rstrip().splitlines()[-1]
+    assert brief.startswith(BRIEF_OPEN)
+    assert all(flight in brief for flight in flights)
+    # Newest displaced message first.
+    assert brief.index(flights[0]) < brief.index(flights[-1]) or len(set(flights)) == 1
+    for sent in filled["messages"][1:]:
+        assert BRIEF_OPEN not in str(sent.get("content"))

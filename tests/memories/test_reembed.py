@@ -162,6 +162,22 @@ async def test_the_command_reports_and_refuses_a_mismatched_embedder(
         "changed_meanwhile": 0,
     }
     assert set(await models(database, tenant)) == {"openai:fake-embed:384"}
+    # What the embedding calls cost is recorded before the command ends (the scripted server
+    # counts an input's words as its tokens).
+    billed = await rows(
+        database,
+        "SELECT purpose, model, sum(input_tokens) AS tokens, bool_and(outcome = 'ok') AS ok"
+        " FROM model_calls WHERE tenant_id = :tenant_id GROUP BY 1, 2",
+        tenant_id=tenant.tenant_id,
+    )
+    assert [dict(row) for row in billed] == [
+        {
+            "purpose": "embedding",
+            "model": "fake-embed",
+            "tokens": sum(len(fact.split()) for fact in FACTS),
+            "ok": True,
+        }
+    ]
 
     refused = await run(command, {**env, "WORKMEM_EMBEDDING_DIMENSIONS": "256"})
     assert refused.returncode == 2

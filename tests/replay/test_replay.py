@@ -91,7 +91,10 @@ async def test_one_conversation_evaluated_with_the_offline_extractor(
         filled, truncated = modes["filled"].share, modes["truncation"].share
         assert filled is not None
         assert truncated is not None
-        assert filled >= modes["default"].share  # type: ignore[operator]
+        # Never below truncation: the filled context holds truncation's newest messages raw and
+        # what its summary displaced of them in brief (it may hold less of the working memory
+        # than the default context, whose summary makes no room for that brief).
+        assert filled >= truncated
     assert result.wm_tokens == sum(result.wm_section_tokens.values()) or result.wm_tokens > 0
     assert result.default_context_share < 1
     again = await evaluate(writer, conversation, "tau-bench", EvalOptions())

@@ -239,6 +239,7 @@ async def test_rls_is_forced_on_every_tenant_table(admin_database: Database) -> 
         [
             *TENANT_TABLES,
             "agent_session_lineage",
+            "archive_actions",
             "auditor_logins",
             "context_records",
             "memories",

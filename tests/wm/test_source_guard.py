@@ -124,6 +124,35 @@ def _ctx(config: GuardConfig = DEFAULT_CONFIG) -> GuardContext:
         ),
         (Section.KEY_FACTS, "- Deadline is 2024-07-01.", "- Due 2024-07-01", []),
         (Section.KEY_FACTS, "- The team likes coffee", "", []),
+        # one kept line stands in for one watched item: a second user's paraphrase comes back
+        (
+            Section.TASK_AND_GOALS,
+            "- I do not need travel insurance, thanks.\n- I don't need travel insurance, thank you.",
+            "- I do not need travel insurance, thanks.",
+            ["[kept constraint] I don't need travel insurance, thank you."],
+        ),
+        # ... and is kept when the body holds a paraphrase of each
+        (
+            Section.TASK_AND_GOALS,
+            "- I do not need travel insurance, thanks.\n- I don't need travel insurance, thank you.",
+            "- I do not need travel insurance, thanks.\n- I do not need any travel insurance, thank you",
+            [],
+        ),
+        # the exact holder is matched first, whatever the order of the watched items
+        (
+            Section.TASK_AND_GOALS,
+            "- I don't need travel insurance, thank you.\n- I do not need travel insurance, thanks.",
+            "- I do not need travel insurance, thanks.",
+            ["[kept constraint] I don't need travel insurance, thank you."],
+        ),
+        # two errors sharing their first 40 characters are two errors
+        (
+            Section.ERRORS,
+            "- book: Error: payment amount does not add up, total is 608\n"
+            "- book: Error: payment amount does not add up, total is 305",
+            "- book: Error: payment amount does not add up, total is 608",
+            ["book: Error: payment amount does not add up, total is 305"],
+        ),
         # sections without a source rule
         (Section.SESSION_TITLE, "Billing fix", "Other", []),
         (Section.CURRENT_STATE, "Working", "", []),
