@@ -112,6 +112,21 @@ def context_rows(data: dict[str, Any]) -> list[Row]:
                    data["session_ratio_100000_vs_100"], "<= 1.2",
                    data["session_ratio_100000_vs_100"] <= 1.2),
         Row("context", "  raw primary-key select (same run), ms", raw, "", None, "", None),
+        *_record_rows(data),
+    ]  # fmt: skip
+
+
+def _record_rows(data: dict[str, Any]) -> list[Row]:
+    """The context recorded in the ledger (one insert more), when the run measured it."""
+    if "context_recorded_ms" not in data:
+        return []
+    recorded, plain = data["context_recorded_ms"]["100000"], data["context_ms"]["100000"]
+    ratio = data["record_ratio_100000"]
+    return [
+        _ratio_row("context", "GET …/context?record=true, 100 000 messages, ms", recorded,
+                   "the same context not recorded, ms", plain, ratio, "<= 1.5", ratio <= 1.5),
+        Row("context", "  recording's cost per context (same run), ms",
+            data["record_cost_ms"]["100000"], "", None, "", None),
     ]  # fmt: skip
 
 
