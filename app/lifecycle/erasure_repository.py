@@ -78,7 +78,7 @@ def _count(result: object) -> int:
     return int(getattr(result, "rowcount", 0) or 0)
 
 
-def _ordered(tables: Sequence[str], references: Sequence[tuple[str, str]]) -> list[str]:
+def ordered_for_deletion(tables: Sequence[str], references: Sequence[tuple[str, str]]) -> list[str]:
     """Tables that refer to others among them first (so no foreign key stops a delete)."""
     remaining = set(tables)
     ordered: list[str] = []
@@ -152,10 +152,12 @@ class ErasureRepository:
         by_session = [row.table_name for row in rows if row.by_session]
         by_user = [row.table_name for row in rows if row.by_user and not row.by_session]
         return (
-            _ordered(
+            ordered_for_deletion(
                 [t for t in by_session if t not in KNOWN_TABLES | UNLINKED_TABLES], references
             ),
-            _ordered([t for t in by_user if t not in KNOWN_TABLES | UNLINKED_TABLES], references),
+            ordered_for_deletion(
+                [t for t in by_user if t not in KNOWN_TABLES | UNLINKED_TABLES], references
+            ),
         )
 
     # --- one agent session ---------------------------------------------------------------------
@@ -203,6 +205,26 @@ class ErasureRepository:
             self._bind(ids=list(memory_ids)),
         )
         return _count(result)
+
+    async def may_delete(self, table: str) -> bool:
+        """Whether the service's login may delete from ``table`` (an append-only audit table
+        loses an agent session's rows only by its foreign key's cascade)."""
+        allowed = await self.db.scalar(
+            text("SELECT has_table_privilege(CAST(:table AS text), 'DELETE')"),
+            {"table": f'public."{table}"'},
+        )
+        return bool(allowed)
+
+    async def count_session_rows(self, table: str, agent_session_id: uuid.UUID) -> int:
+        # Table names come from the catalogue, never from input.
+        found = await self.db.scalar(
+            text(
+                f'SELECT count(*) FROM "{table}" '  # noqa: S608
+                "WHERE tenant_id = :tenant_id AND agent_session_id = :sid"
+            ),
+            self._bind(sid=agent_session_id),
+        )
+        return int(found or 0)
 
     async def delete_session_rows(self, table: str, agent_session_id: uuid.UUID) -> int:
         # Table names come from this module or the catalogue, never from input.

@@ -55,6 +55,7 @@ _MEMORY_COLUMNS = (
     Memory.superseded_by,
     Memory.created_at,
     Memory.updated_at,
+    Memory.expires_at,
 )
 _EVENT_COLUMNS = (
     MemoryEvent.event_id,
@@ -107,6 +108,7 @@ def _memory_at(row: Sequence[Any], start: int) -> StoredMemory:
         superseded_by=values[12],
         created_at=values[13],
         updated_at=values[14],
+        expires_at=values[15],
     )
 
 

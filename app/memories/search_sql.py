@@ -86,7 +86,7 @@ WITH {nearest}, by_vector AS (
 SELECT b.vector_rank, b.text_rank, b.fused, b.score,
        m.memory_id, m.user_id, m.agent_id, m.category, m.slot, m.slot_value, m.content,
        m.confidence, m.agent_session_id, m.archive_seq, m.source_seqs, m.embedding_model,
-       m.superseded_by, m.created_at, m.updated_at
+       m.superseded_by, m.created_at, m.updated_at, m.expires_at
 FROM best b
 JOIN memories m ON m.tenant_id = :tenant_id AND m.memory_id = b.memory_id
 WHERE m.expires_at IS NULL OR m.expires_at > now()

@@ -77,7 +77,10 @@ def changed_table(files: dict[str, bytes]) -> dict[str, bytes]:
 
 def other_format(files: dict[str, bytes]) -> dict[str, bytes]:
     manifest = json.loads(files["manifest.json"])
-    return {**files, "manifest.json": json.dumps({**manifest, "format": "workmem.bundle/9"}).encode()}
+    return {
+        **files,
+        "manifest.json": json.dumps({**manifest, "format": "workmem.bundle/9"}).encode(),
+    }
 
 
 def no_manifest(files: dict[str, bytes]) -> dict[str, bytes]:
