@@ -4,6 +4,7 @@ damaged bundle refused with one line naming the file, nothing stored."""
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import os
@@ -70,6 +71,11 @@ def pack(out: Path, files: dict[str, bytes]) -> Path:
     return out
 
 
+def written(out: Path, data: bytes) -> Path:
+    out.write_bytes(data)
+    return out
+
+
 def changed_table(files: dict[str, bytes]) -> dict[str, bytes]:
     data = files["tables/messages.jsonl"]
     return {**files, "tables/messages.jsonl": data.replace(b"invoice", b"receipt", 1)}
@@ -96,8 +102,6 @@ def fewer_rows(files: dict[str, bytes]) -> dict[str, bytes]:
     data = b"".join(files["tables/messages.jsonl"].splitlines(keepends=True)[:-1])
     for entry in manifest["files"]:
         if entry["table"] == "messages":
-            import hashlib
-
             entry["sha256"] = hashlib.sha256(data).hexdigest()
     return {
         **files,
@@ -116,7 +120,7 @@ DAMAGE: dict[str, tuple[Callable[[Path, Path], Path], str]] = {
         "tables/messages.jsonl holds",
     ),
     "truncated": (
-        lambda good, out: out.write_bytes(good.read_bytes()[:-200]) and out,
+        lambda good, out: written(out, good.read_bytes()[:-200]),
         "the bundle is truncated",
     ),
     "an unknown format": (
@@ -132,7 +136,7 @@ DAMAGE: dict[str, tuple[Callable[[Path, Path], Path], str]] = {
         "tables/pins.jsonl is listed in manifest.json but not in the bundle",
     ),
     "not zstd": (
-        lambda good, out: out.write_bytes(b"just some text\n") and out,
+        lambda good, out: written(out, b"just some text\n"),
         "not a zstd-compressed workmem bundle",
     ),
 }
