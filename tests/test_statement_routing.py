@@ -263,9 +263,7 @@ ACROSS_TENANTS = {
     "workmem_requeue_failed": "the operator's re-queue, given a tenant from the tenant list",
     "workmem_claim_webhook_deliveries": "the delivery loop, run per node like the archive claim",
 }
-TABLE_IN = re.compile(
-    r"\b(?:FROM|JOIN|UPDATE|INTO)\s+(?:public\.)?(?![pv]_)(\w+)", re.IGNORECASE
-)
+TABLE_IN = re.compile(r"\b(?:FROM|JOIN|UPDATE|INTO)\s+(?:public\.)?(?![pv]_)(\w+)", re.IGNORECASE)
 ONE_TENANT = re.compile(
     r"tenant_id\s*=\s*(?:[pv]_\w+|\(?(?:SELECT\s+)?workmem_verified_tenant\(\))", re.IGNORECASE
 )
@@ -287,14 +285,14 @@ async def test_the_privileged_functions_of_the_workload_route_too(recorded: Reco
     a distributed table is filtered by one tenant (a parameter, a variable found first in a
     reference table, or the verified tenant): the claim and the key lookup route like the rest."""
     called: set[str] = set()
-    for statement in recorded.statements:
-        called |= set(CALL.findall(statement.sql))
+    for sent in recorded.statements:
+        called |= set(CALL.findall(sent.sql))
     privileged = (called & set(documented())) - set(ACROSS_TENANTS)
     assert {"workmem_authenticate", "workmem_claim_archive"} <= privileged, privileged
     checked = 0
     for name in sorted(privileged):
-        for statement in distributed_statements(recorded.bodies[name]):
-            assert ONE_TENANT.search(statement), f"{name}: not routed by one tenant: {statement}"
+        for body in distributed_statements(recorded.bodies[name]):
+            assert ONE_TENANT.search(body), f"{name}: not routed by one tenant: {body}"
             checked += 1
     assert checked >= 6, checked
 

@@ -149,7 +149,7 @@ END
 """
 
 CLAIM = (
-    "workmem_claim_archive(p_lease_s double precision, p_tenant_id uuid, p_agent_session_id uuid)"  # noqa: E501
+    "workmem_claim_archive(p_lease_s double precision, p_tenant_id uuid, p_agent_session_id uuid)"
 )
 CLAIM_RETURNS = (
     "TABLE (tenant_id uuid, agent_session_id uuid, archive_seq integer, attempt integer)"
