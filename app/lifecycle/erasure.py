@@ -134,7 +134,12 @@ class ErasureService:
         removed.update(await self._quoting([agent_session_id, *memory_ids]))
         removed["idempotency_keys"] += await self.rows.delete_answers_of(agent_session_id)
         by_session, _ = await self.rows.other_tables()
-        for table in (*by_session, *SESSION_TABLES):
+        for table in by_session:
+            if await self.rows.may_delete(table):
+                removed[table] += await self.rows.delete_session_rows(table, agent_session_id)
+            else:  # append-only: its foreign key's cascade removes them with the agent session
+                removed[table] += await self.rows.count_session_rows(table, agent_session_id)
+        for table in SESSION_TABLES:
             removed[table] += await self.rows.delete_session_rows(table, agent_session_id)
         removed["agent_sessions"] = await self.rows.delete_session(agent_session_id)
         return removed

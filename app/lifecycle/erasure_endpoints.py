@@ -18,7 +18,7 @@ from app.web.requests import StrictJsonRoute
 router = APIRouter(route_class=StrictJsonRoute, responses=problems(*TENANT_ROUTE))
 
 
-@router.delete("/v1/users/{user_id}", tags=["lifecycle"], responses=problems(404, 422))
+@router.delete("/v1/users/{user_id:path}", tags=["lifecycle"], responses=problems(404, 422))
 async def erase_a_user(
     user_id: Annotated[str, Path(min_length=1, max_length=256)],
     principal: Admin,

@@ -204,6 +204,26 @@ class ErasureRepository:
         )
         return _count(result)
 
+    async def may_delete(self, table: str) -> bool:
+        """Whether the service's login may delete from ``table`` (an append-only audit table
+        loses an agent session's rows only by its foreign key's cascade)."""
+        allowed = await self.db.scalar(
+            text("SELECT has_table_privilege(CAST(:table AS text), 'DELETE')"),
+            {"table": f'public."{table}"'},
+        )
+        return bool(allowed)
+
+    async def count_session_rows(self, table: str, agent_session_id: uuid.UUID) -> int:
+        # Table names come from the catalogue, never from input.
+        found = await self.db.scalar(
+            text(
+                f'SELECT count(*) FROM "{table}" '  # noqa: S608
+                "WHERE tenant_id = :tenant_id AND agent_session_id = :sid"
+            ),
+            self._bind(sid=agent_session_id),
+        )
+        return int(found or 0)
+
     async def delete_session_rows(self, table: str, agent_session_id: uuid.UUID) -> int:
         # Table names come from this module or the catalogue, never from input.
         result = await self.db.execute(

@@ -241,7 +241,10 @@ class RedactionRepository:
         )
 
     async def redact_memories(self, agent_session_id: uuid.UUID, seq: int) -> list[uuid.UUID]:
-        """Long-term memories drawn from the message: their content becomes ``[redacted]``."""
+        """Long-term memories drawn from the message: their content becomes ``[redacted]`` and
+        their vector goes (a vector of the old text would still find it by meaning). Their
+        embedder becomes ``[redacted]``: every vector search compares one embedder's vectors
+        only, so none compares them, and re-embedding passes them by."""
         rows = await self.db.scalars(
             update(Memory)
             .where(
@@ -249,7 +252,13 @@ class RedactionRepository:
                 Memory.agent_session_id == agent_session_id,
                 literal(seq) == any_(Memory.source_seqs),
             )
-            .values(content=REDACTED, slot_value=None, updated_at=func.now())
+            .values(
+                content=REDACTED,
+                slot_value=None,
+                embedding=None,
+                embedding_model=REDACTED,
+                updated_at=func.now(),
+            )
             .returning(Memory.memory_id)
         )
         return list(rows.all())

@@ -19,6 +19,7 @@ from app.memories.changes import Existing
 from app.memories.repository import user_is
 from app.models import Memory
 from app.tenancy.principal import Scope
+from app.wm.redaction import REDACTED
 
 
 class MemoryStore:
@@ -106,16 +107,23 @@ class MemoryStore:
         result = await self.db.execute(
             select(func.count())
             .select_from(Memory)
-            .where(Memory.tenant_id == self.scope.tenant_id, Memory.embedding_model != model)
+            .where(
+                Memory.tenant_id == self.scope.tenant_id,
+                Memory.embedding_model != model,
+                Memory.embedding_model != REDACTED,
+            )
         )
         return result.scalar_one()
 
     async def stale(
         self, model: str, *, after: uuid.UUID | None, limit: int
     ) -> list[tuple[uuid.UUID, str]]:
-        """Memories not embedded by ``model``, by id after ``after``: ``(memory_id, content)``."""
+        """Memories not embedded by ``model``, by id after ``after``: ``(memory_id, content)``.
+        A redacted memory has no vector and never gets one again."""
         statement = select(Memory.memory_id, Memory.content).where(
-            Memory.tenant_id == self.scope.tenant_id, Memory.embedding_model != model
+            Memory.tenant_id == self.scope.tenant_id,
+            Memory.embedding_model != model,
+            Memory.embedding_model != REDACTED,
         )
         if after is not None:
             statement = statement.where(Memory.memory_id > after)

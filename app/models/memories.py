@@ -84,7 +84,8 @@ class Memory(Base):
         ARRAY(BigInteger), server_default=text("'{}'::bigint[]")
     )
     # The dimension is the installation's (fixed by the revision from WORKMEM_EMBEDDING_DIM).
-    embedding: Mapped[list[float]] = mapped_column(VECTOR())
+    embedding: Mapped[list[float] | None] = mapped_column(VECTOR())
+    """NULL once the memory is redacted (with ``embedding_model`` ``[redacted]``)."""
     embedding_model: Mapped[str] = mapped_column(Text)
     superseded_by: Mapped[uuid.UUID | None] = mapped_column(UUID(as_uuid=True))
     created_at: Mapped[CreatedAt]

@@ -154,13 +154,14 @@ async def spread(client: httpx.AsyncClient, keys: TenantKeys, person: Person) ->
         )
         assert done["status"] == "done", done
         # A recorded context: the ledger names the agent session and the memories recalled.
-        await ok(
+        recorded = await ok(
             await client.get(
                 f"/v1/sessions/{sid}/context",
                 params={"record": "true", "recall": f"{person.marker} tea"},
                 headers=keys.read,
             )
         )
+        assert recorded["context_id"] is not None
         # A fork shares the agent session's history (its lineage names it) and adds its own.
         fork = await ok(
             await client.post(f"/v1/sessions/{sid}:fork", json={"at_seq": 3}, headers=keys.write),

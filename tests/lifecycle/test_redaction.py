@@ -329,3 +329,42 @@ async def test_retracted_messages_are_marked_in_the_list_and_in_ui(
     assert page.status_code == 200
     assert page.text.count('class="mark retracted"') == 1
     assert 'class="mark redacted"' not in page.text
+
+
+async def test_a_redacted_memory_keeps_no_vector_and_no_search_finds_it_by_meaning(
+    client: httpx.AsyncClient, tenant: TenantKeys, admin_database: Database, database: Database
+) -> None:
+    """The memory's vector was made from the secret's text: it goes with the text, no vector
+    search compares the memory again, and re-embedding passes it by."""
+    from app.memories.jobs import MemoryJobService
+
+    sid = await seeded(client, tenant)
+    before = await client.get(
+        "/v1/memories/search", params={"q": "green tea", "min_score": 0}, headers=tenant.read
+    )
+    found = [hit["id"] for hit in before.json()["items"]]
+    assert len(found) == 1, before.text
+    redacted = await redact(client, tenant, sid, 3)
+    assert redacted.json()["redacted"]["memories"] == 1
+    async with admin_database.unscoped() as db:
+        row = (
+            await db.execute(
+                text(
+                    "SELECT embedding IS NULL AS gone, embedding_model, content FROM memories "
+                    "WHERE tenant_id = :tenant_id AND memory_id = :memory_id"
+                ),
+                {"tenant_id": tenant.tenant_id, "memory_id": found[0]},
+            )
+        ).one()
+    assert (row.gone, row.embedding_model, row.content) == (True, "[redacted]", "[redacted]")
+    after = await client.get(
+        "/v1/memories/search", params={"q": "green tea", "min_score": 0}, headers=tenant.read
+    )
+    assert after.status_code == 200, after.text
+    assert found[0] not in [hit["id"] for hit in after.json()["items"]]
+    shown = await client.get(f"/v1/memories/{found[0]}", headers=tenant.read)
+    assert shown.json()["content"] == "[redacted]"
+    async with database.tenant(tenant.tenant_id) as db:
+        jobs = MemoryJobService(db, tenant.tenant_id)
+        assert await jobs.count_stale("another-embedder") == 0
+        assert await jobs.stale("another-embedder", after=None, limit=10) == []

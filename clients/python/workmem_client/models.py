@@ -622,6 +622,31 @@ class DeliveryPage(BaseModel):
     next_cursor: str | None
 
 
+class ReceiptSignature(BaseModel):
+    algorithm: str = Field(description='always "Ed25519"')
+    key_id: str = Field(description="the signing key's id (GET /v1/receipts/public-key)")
+    value: str = Field(description="the signature, base64, over the canonical receipt")
+
+
+class ErasureReceipt(BaseModel):
+    """What an erasure removed, signed. Every member but ``signature`` is signed, in canonical form (keys sorted, no whitespace, UTF-8): change any and verification fails."""
+
+    format: str = Field(description='"workmem.erasure-receipt/1"')
+    erasure_id: str
+    tenant_id: str
+    user_id_sha256: str = Field(
+        description="SHA-256 (hex) of '<tenant_id>:<user_id>': the receipt names no one"
+    )
+    requested_by_api_key_id: str | None = Field(
+        description="the id of the API key that asked (null: the operator's command line)"
+    )
+    started_at: str
+    finished_at: str
+    removed: dict[str, int] = Field(description="rows removed, per table")
+    rows_removed: int
+    signature: ReceiptSignature
+
+
 class HistoryHitRead(BaseModel):
     seq: int
     role: str
@@ -719,6 +744,35 @@ class PinList(BaseModel):
     items: list[PinRead] = Field(description="oldest first")
     tokens: int = Field(description="tokens of the pins now in force")
     max_tokens: int = Field(description="the most the agent session's pins may hold in all")
+
+
+class ReceiptPublicKey(BaseModel):
+    algorithm: str = Field(description='always "Ed25519"')
+    key_id: str
+    public_key: str = Field(description="the raw 32-byte public key, base64")
+    pem: str = Field(description="the same key as a PEM SubjectPublicKeyInfo block")
+
+
+class RedactedCounts(BaseModel):
+    working_memory_items: int = Field(description="items of section versions now [redacted]")
+    archives: int = Field(description="archives whose overview was written again")
+    memories: int = Field(description="long-term memories now [redacted]")
+    memory_events: int = Field(description="memory history events whose content was redacted")
+    pins: int = Field(description="pins of the message now [redacted]")
+    idempotency_answers: int = Field(description="stored answers of the append now redacted")
+
+
+class RedactionRead(BaseModel):
+    seq: int
+    role: str
+    archived: bool = Field(description="whether the message was archived when redacted")
+    redacted_at: datetime
+    redacted_by: uuid.UUID = Field(description="the id of the API key that redacted it")
+    reason: str | None
+    already_redacted: bool = Field(
+        description="true when it had been redacted before: nothing changed this time"
+    )
+    redacted: RedactedCounts
 
 
 class RetentionPolicyRead(BaseModel):
@@ -828,6 +882,7 @@ __all__ = [
     "DeliveryPage",
     "DeliveryRead",
     "DroppedMessage",
+    "ErasureReceipt",
     "EventType",
     "HistoryHitRead",
     "HistorySearchRead",
@@ -852,10 +907,14 @@ __all__ = [
     "ProducedMemoryRead",
     "RecallStats",
     "RecalledMemory",
+    "ReceiptPublicKey",
+    "ReceiptSignature",
     "RecordedMemory",
     "RecordedPins",
     "RecordedRun",
     "RecordedSummary",
+    "RedactedCounts",
+    "RedactionRead",
     "RenderedContext",
     "RetentionPolicyRead",
     "RetractionRead",

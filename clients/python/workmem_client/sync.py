@@ -13,7 +13,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import httpx
 
-from workmem_client import calls
+from workmem_client import calls, lifecycle_calls
 from workmem_client.call import Call
 from workmem_client.chat import chat_messages
 from workmem_client.config import resolve
@@ -87,6 +87,9 @@ class WorkmemClient:
     append_batch = _sent(calls.append_batch)
     messages = _sent(calls.messages)
     retract = _sent(calls.retract)
+    redact = _sent(lifecycle_calls.redact)
+    erase_user = _sent(lifecycle_calls.erase_user)
+    receipt_public_key = _sent(lifecycle_calls.receipt_public_key)
     commit = _sent(calls.commit)
     archives = _sent(calls.archives)
     archive = _sent(calls.archive)
