@@ -12,7 +12,7 @@ that a tenant-distributed cluster keeps whole on every node.
   across tenants, so ``api_keys`` itself needs only ``(tenant_id, prefix)`` unique.
 
 Revision ID: 20261202_0150_shard_safe
-Revises: 20261202_0102_ledger_views
+Revises: 20261202_0104_redacted_vectors
 Create Date: 2026-12-02 01:50:00+00:00
 """
 
@@ -24,7 +24,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "20261202_0150_shard_safe"
-down_revision: str | None = "20261202_0102_ledger_views"
+down_revision: str | None = "20261202_0104_redacted_vectors"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
