@@ -359,9 +359,15 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("prefix", name=op.f("pk_api_key_prefixes")),
     )
     op.create_index("ix_api_key_prefixes_api_key_id", "api_key_prefixes", ["api_key_id"])
-    # Read and written by the definer functions only; the service has no privilege on it.
+    # Read by the definer functions only; the service may only add its own tenant's prefixes
+    # (a tenant admin's new key).
     op.execute("ALTER TABLE api_key_prefixes ENABLE ROW LEVEL SECURITY")
     op.execute("ALTER TABLE api_key_prefixes FORCE ROW LEVEL SECURITY")
+    op.execute(
+        f"CREATE POLICY tenant_isolation ON api_key_prefixes FOR INSERT TO {APP_ROLE} "
+        f"WITH CHECK (tenant_id = {CURRENT_TENANT})"
+    )
+    op.execute(f"GRANT INSERT ON api_key_prefixes TO {APP_ROLE}")
     op.execute(
         f"CREATE POLICY cross_tenant_definer ON api_key_prefixes TO {DEFINER_ROLE} "
         "USING (true) WITH CHECK (true)"
