@@ -388,3 +388,63 @@ async def test_only_an_unbound_admin_key_erases(
         await client.get("/v1/sessions", params={"user_id": "kept"}, headers=tenant.read)
     )
     assert len(listed["items"]) == 1
+
+
+def test_the_guides_receipt_verifies_with_its_key() -> None:
+    """docs/lifecycle.md shows a real receipt and its key: they agree, and nothing else does."""
+    import json
+    import re
+    from pathlib import Path
+
+    guide = (Path(__file__).resolve().parents[2] / "docs" / "lifecycle.md").read_text()
+    shown = guide.split("### The receipt", 1)[1].split("```json\n", 1)[1].split("```", 1)[0]
+    receipt = json.loads(shown)
+    key = re.search(r'"public_key": "([A-Za-z0-9+/=]+)"', guide)
+    assert key is not None
+    receipts.verify(receipt, receipts.load_public_key(key.group(1)))
+    with pytest.raises(receipts.ReceiptInvalid):
+        receipts.verify({**receipt, "rows_removed": 32}, receipts.load_public_key(key.group(1)))
+
+
+async def test_two_erasures_of_one_user_at_once_make_one_receipt(
+    client: httpx.AsyncClient, database: Database, admin_database: Database
+) -> None:
+    import asyncio
+
+    tenant = await make_tenant(database, "at-once")
+    person = Person(f"user-{tag()}", f"zq{tag()}")
+    for number in range(4):
+        created = await ok(
+            await client.post(
+                "/v1/sessions",
+                json={"user_id": person.user_id, "external_id": f"{person.marker}-{number}"},
+                headers=tenant.write,
+            ),
+            201,
+        )
+        await ok(
+            await client.post(
+                f"/v1/sessions/{created['id']}/messages:batch",
+                json={"messages": messages_of(person.marker)[:2]},
+                headers=tenant.write,
+            ),
+            201,
+        )
+    answers = await asyncio.gather(*(erase(client, tenant, person.user_id) for _ in range(2)))
+    # The second joins the first's erasure and answers its receipt (or, had the first finished
+    # before it began, finds nothing left: 404). Never a second erasure.
+    bodies = [answer.json() for answer in answers if answer.status_code == 200]
+    assert [a.status_code for a in answers if a.status_code != 200] in ([], [404])
+    assert bodies
+    assert all(body == bodies[0] for body in bodies)
+    assert bodies[0]["removed"]["agent_sessions"] == 4
+    assert bodies[0]["removed"]["messages"] == 8
+    async with admin_database.unscoped() as db:
+        from sqlalchemy import text
+
+        tombstones = await db.scalar(
+            text("SELECT count(*) FROM user_erasures WHERE tenant_id = :tenant_id"),
+            {"tenant_id": tenant.tenant_id},
+        )
+    assert tombstones == 1
+    assert await rows_holding(admin_database, person.marker, tenant_id=tenant.tenant_id) == {}
