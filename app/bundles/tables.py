@@ -66,6 +66,8 @@ LEFT_OUT_COLUMNS: dict[str, tuple[str, ...]] = {
 EXCLUDED: dict[str, str] = {
     "tenants": "the target tenant exists before the import (--tenant); its name stays its own",
     "api_keys": "credentials do not move: the target's admin issues keys for the target",
+    "api_key_prefixes": "the lookup of those credentials",
+    "claimable_archives": "the source's archive work queue, derived from its archives",
     "auditor_logins": "database roles of the source deployment",
     "receipt_keys": "the source's signing key pair; its private key never leaves the database",
     "user_erasures": (
