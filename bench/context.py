@@ -263,10 +263,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--runs", type=int, default=60, help="timed rounds per size")
     args = parser.parse_args()
-    from pgserver.postgres_server import get_server
+    from app.embedded import postgres_server
 
     with tempfile.TemporaryDirectory(prefix="wmbench") as tmp:
-        server = get_server(Path(tmp) / "pg", cleanup_mode="delete")
+        server = postgres_server(Path(tmp) / "pg", cleanup_mode="delete")
         try:
             base = normalize_url(server.get_uri("postgres"))
             with psycopg.connect(_plain(base), autocommit=True) as connection:

@@ -160,6 +160,20 @@ def import_rows(data: dict[str, Any]) -> list[Row]:
     ]  # fmt: skip
 
 
+def bundle_rows(data: dict[str, Any]) -> list[Row]:
+    sessions = data["sessions"]
+    return [
+        Row("bundle", f"export of {sessions} sessions ({data['rows_total']} rows), s",
+            data["export_s"], "", None, "none (reported)", None),
+        Row("bundle", "import of the bundle into another tenant, s", data["import_s"], "", None,
+            "none (reported)", None),
+        Row("bundle", "  second import (changes nothing), s", data["reimport_s"], "", None,
+            "none (reported)", None),
+        Row("bundle", "  bundle size, bytes", data["bundle_bytes"],
+            f"JSON lines = {data['json_lines_bytes']}", None, "", None),
+    ]  # fmt: skip
+
+
 def fork_rows(data: dict[str, Any]) -> list[Row]:
     short, long = data["100_messages"], data["100000_messages"]
     rows = []
@@ -278,6 +292,7 @@ BENCHMARKS = (
     Benchmark("fork", ["-m", "bench.fork"], fork_rows, 900),
     Benchmark("append", ["-m", "bench.append", "--quick"], append_rows, 900),
     Benchmark("import_openviking", ["-m", "bench.import_openviking"], import_rows, 900),
+    Benchmark("bundle", ["-m", "bench.bundle"], bundle_rows, 1200),
     Benchmark("ui", ["-m", "bench.ui"], ui_rows, 900),
     Benchmark(
         "memories",

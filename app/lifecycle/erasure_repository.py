@@ -78,7 +78,7 @@ def _count(result: object) -> int:
     return int(getattr(result, "rowcount", 0) or 0)
 
 
-def _ordered(tables: Sequence[str], references: Sequence[tuple[str, str]]) -> list[str]:
+def ordered_for_deletion(tables: Sequence[str], references: Sequence[tuple[str, str]]) -> list[str]:
     """Tables that refer to others among them first (so no foreign key stops a delete)."""
     remaining = set(tables)
     ordered: list[str] = []
@@ -152,10 +152,12 @@ class ErasureRepository:
         by_session = [row.table_name for row in rows if row.by_session]
         by_user = [row.table_name for row in rows if row.by_user and not row.by_session]
         return (
-            _ordered(
+            ordered_for_deletion(
                 [t for t in by_session if t not in KNOWN_TABLES | UNLINKED_TABLES], references
             ),
-            _ordered([t for t in by_user if t not in KNOWN_TABLES | UNLINKED_TABLES], references),
+            ordered_for_deletion(
+                [t for t in by_user if t not in KNOWN_TABLES | UNLINKED_TABLES], references
+            ),
         )
 
     # --- one agent session ---------------------------------------------------------------------

@@ -165,6 +165,7 @@ class StoredMemory:
     superseded_by: uuid.UUID | None
     created_at: datetime
     updated_at: datetime
+    expires_at: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)

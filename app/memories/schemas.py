@@ -69,6 +69,11 @@ class MemoryRead(BaseModel):
     )
     created_at: datetime
     updated_at: datetime
+    expires_at: datetime | None = Field(
+        default=None,
+        description="when it expires (its category's lifetime in the tenant's retention "
+        "policy, from when it was last stated); null: never",
+    )
 
     @classmethod
     def from_value(cls, memory: StoredMemory) -> MemoryRead:
@@ -88,6 +93,7 @@ class MemoryRead(BaseModel):
             superseded_by=memory.superseded_by,
             created_at=memory.created_at,
             updated_at=memory.updated_at,
+            expires_at=memory.expires_at,
         )
 
 

@@ -86,7 +86,7 @@ WITH {nearest}, by_vector AS (
 SELECT b.vector_rank, b.text_rank, b.fused, b.score,
        m.memory_id, m.user_id, m.agent_id, m.category, m.slot, m.slot_value, m.content,
        m.confidence, m.agent_session_id, m.archive_seq, m.source_seqs, m.embedding_model,
-       m.superseded_by, m.created_at, m.updated_at
+       m.superseded_by, m.created_at, m.updated_at, m.expires_at
 FROM best b
 JOIN memories m ON m.tenant_id = :tenant_id AND m.memory_id = b.memory_id
 WHERE m.expires_at IS NULL OR m.expires_at > now()
@@ -96,13 +96,11 @@ SEARCH_BY_INDEX = text(_SEARCH.format(nearest=_BY_INDEX))
 SEARCH_EXACT = text(_SEARCH.format(nearest=_EXACT))
 
 # What a plan is chosen from: the filtered rows, counted up to a cap; the rows the index holds
-# (the catalog's estimate, which every login may read: -1 before the first ANALYZE); pgvector's
-# version.
+# (the catalog's estimate, which every login may read: -1 before the first ANALYZE).
 SIZES = text(
     f"""
 SELECT (SELECT count(*) FROM (SELECT 1 FROM memories WHERE {_FILTERS} LIMIT :cap) AS capped),
-       (SELECT reltuples::bigint FROM pg_class WHERE oid = to_regclass('memories')),
-       (SELECT extversion FROM pg_extension WHERE extname = 'vector')
+       (SELECT reltuples::bigint FROM pg_class WHERE oid = to_regclass('memories'))
 """  # noqa: S608 - fixed fragments; every value is bound
 )
 

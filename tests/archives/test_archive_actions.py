@@ -10,6 +10,8 @@ import uuid
 from typing import Any
 
 import httpx
+import psycopg
+from psycopg.rows import dict_row
 from typer.testing import CliRunner
 
 from app.archives.generation import WorkingMemoryGenerator
@@ -21,6 +23,7 @@ from tests.audit.documented import documented_queries, for_driver
 from tests.conftest import AppFactory, TenantKeys, make_tenant
 from tests.memories.helpers import rows
 from tests.support.api import append, commit, create_session, user
+from tests.support.postgres import DatabaseUrls
 
 runner = CliRunner()
 
@@ -95,7 +98,10 @@ async def _cli(args: list[str], database_url: str) -> Any:
 
 
 async def test_the_operators_retry_and_clear_are_recorded(
-    database: Database, database_url: str, app_client: AppFactory
+    database: Database,
+    database_url: str,
+    database_urls: DatabaseUrls,
+    app_client: AppFactory,
 ) -> None:
     keys = await make_tenant(database)
     async with app_client(database, generator=_failing()) as http:
@@ -139,3 +145,27 @@ async def test_the_operators_retry_and_clear_are_recorded(
         (1, "retry", "operator"),
         (1, "clear", "operator"),
     ]
+    # An auditor of the tenant reads them; one of another tenant does not.
+    env = {"DATABASE_URL": database_url, "WORKMEM_ADMIN_DATABASE_URL": database_urls.admin}
+    other = await make_tenant(database)
+    seen = {}
+    for owner in (keys, other):
+        created = await asyncio.to_thread(
+            runner.invoke, cli, ["auditors", "create", "--tenant", str(owner.tenant_id)], env=env
+        )
+        assert created.exit_code == 0, created.output
+        login = json.loads(created.output)
+        with psycopg.connect(str(login["connection_url"]), row_factory=dict_row) as auditor:
+            found = auditor.execute(for_driver(sql).encode(), {"agent_session_id": sid})
+            seen[owner.tenant_id] = [(r["action"], r["reason"]) for r in found.fetchall()]
+        dropped = await asyncio.to_thread(
+            runner.invoke,
+            cli,
+            ["auditors", "drop", str(login["login_role"]), "--tenant", str(owner.tenant_id)],
+            env=env,
+        )
+        assert dropped.exit_code == 0, dropped.output
+    assert seen == {
+        keys.tenant_id: [("retry", None), ("clear", "model retired")],
+        other.tenant_id: [],
+    }

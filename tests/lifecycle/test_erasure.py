@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import hashlib
 import uuid
-from dataclasses import dataclass, field
-from typing import Any
 
 import httpx
 import pytest
@@ -17,168 +15,7 @@ from app.lifecycle import receipts
 from app.lifecycle.erasure import ErasureService
 from tests.conftest import TenantKeys, make_tenant
 from tests.support.scan import rows_holding, tenant_row_counts
-
-WEBHOOK = {"url": "https://93.184.216.34/hooks", "events": ["archive.done", "memory.changed"]}
-
-
-@dataclass
-class Person:
-    """A user whose marker and id were spread through every feature."""
-
-    user_id: str
-    marker: str
-    agent_session_ids: list[str] = field(default_factory=list)
-    memory_ids: list[str] = field(default_factory=list)
-    key: str = ""
-
-    def needles(self) -> list[str]:
-        return [self.marker, self.user_id, *self.agent_session_ids, *self.memory_ids]
-
-
-def messages_of(marker: str) -> list[dict[str, Any]]:
-    return [
-        {"role": "user", "content": f"Please fix app/{marker}/invoice.py, totals are wrong."},
-        {"role": "assistant", "content": f"Looking at app/{marker}/invoice.py now."},
-        {"role": "user", "content": f"I prefer {marker} tea; my password={marker}-secret."},
-        {
-            "role": "assistant",
-            "content": None,
-            "tool_calls": [
-                {
-                    "id": f"call_{marker[-6:]}",
-                    "type": "function",
-                    "function": {"name": "read_notes", "arguments": f'{{"q": "{marker}"}}'},
-                }
-            ],
-        },
-        {"role": "tool", "tool_call_id": f"call_{marker[-6:]}", "content": f"notes: {marker}"},
-        {"role": "assistant", "content": f"Noted, {marker} tea it is."},
-    ]
-
-
-async def ok(response: httpx.Response, status: int = 200) -> Any:
-    assert response.status_code == status, (response.request.url, response.text)
-    return response.json() if response.content else None
-
-
-async def spread(client: httpx.AsyncClient, keys: TenantKeys, person: Person) -> None:
-    """Agent sessions (named, with metadata), messages with tool calls and results, appended
-    and created under idempotency keys, two commits (archives, working memory, memories,
-    webhook deliveries), pins, a retraction, a redaction, a recorded context, and a key bound to
-    the user."""
-    admin = keys.headers(keys.admin)
-    issued = await ok(
-        await client.post(
-            "/v1/keys",
-            json={"role": "writer", "user_id": person.user_id, "name": f"key {person.marker}"},
-            headers=admin,
-        ),
-        201,
-    )
-    person.key = issued["key"]
-    for number in (1, 2):
-        write = {**keys.write, "Idempotency-Key": f"create-{person.marker}-{number}"}
-        created = await ok(
-            await client.post(
-                "/v1/sessions",
-                json={
-                    "external_id": f"{person.marker}-{number}",
-                    "user_id": person.user_id,
-                    "metadata": {"about": person.marker},
-                },
-                headers=write,
-            ),
-            201,
-        )
-        sid = created["id"]
-        person.agent_session_ids.append(sid)
-        await ok(
-            await client.post(
-                f"/v1/sessions/{sid}/messages:batch",
-                json={"messages": messages_of(person.marker)},
-                headers={**keys.write, "Idempotency-Key": f"append-{person.marker}-{number}"},
-            ),
-            201,
-        )
-        await ok(
-            await client.post(
-                f"/v1/sessions/{sid}/pins", json={"message_seq": 3}, headers=keys.write
-            ),
-            201,
-        )
-        await ok(
-            await client.post(
-                f"/v1/sessions/{sid}/pins",
-                json={"text": f"remember {person.marker}"},
-                headers=keys.write,
-            ),
-            201,
-        )
-        done = await ok(
-            await client.post(
-                f"/v1/sessions/{sid}/commit",
-                json={"keep_recent_count": 0, "wait": True},
-                headers=keys.write,
-            )
-        )
-        assert done["status"] == "done", done
-        later = [
-            {"role": "user", "content": f"Also, {person.marker} is my cat's name."},
-            {"role": "user", "content": f"Scratch that about {person.marker}."},
-            {"role": "assistant", "content": f"Forgetting {person.marker}."},
-        ]
-        await ok(
-            await client.post(
-                f"/v1/sessions/{sid}/messages:batch", json={"messages": later}, headers=keys.write
-            ),
-            201,
-        )
-        await ok(
-            await client.post(
-                f"/v1/sessions/{sid}/messages:retract", json={"seq": 8}, headers=keys.write
-            )
-        )
-        await ok(
-            await client.post(
-                f"/v1/sessions/{sid}/messages/7:redact",
-                json={"reason": f"asked by {person.marker}"},
-                headers=keys.write,
-            )
-        )
-        done = await ok(
-            await client.post(
-                f"/v1/sessions/{sid}/commit",
-                json={"keep_recent_count": 1, "wait": True},
-                headers=keys.write,
-            )
-        )
-        assert done["status"] == "done", done
-        # A recorded context: the ledger names the agent session and the memories recalled.
-        recorded = await ok(
-            await client.get(
-                f"/v1/sessions/{sid}/context",
-                params={"record": "true", "recall": f"{person.marker} tea"},
-                headers=keys.read,
-            )
-        )
-        assert recorded["context_id"] is not None
-        # A fork shares the agent session's history (its lineage names it) and adds its own.
-        fork = await ok(
-            await client.post(f"/v1/sessions/{sid}:fork", json={"at_seq": 3}, headers=keys.write),
-            201,
-        )
-        await ok(
-            await client.post(
-                f"/v1/sessions/{fork['id']}/messages",
-                json={"role": "user", "content": f"In the fork, {person.marker} again."},
-                headers=keys.write,
-            ),
-            201,
-        )
-    memories = await ok(
-        await client.get("/v1/memories", params={"user_id": person.user_id}, headers=keys.read)
-    )
-    person.memory_ids = [item["id"] for item in memories["items"]]
+from tests.support.spread import WEBHOOK, Person, messages_of, ok, spread
 
 
 async def holdings(
@@ -388,3 +225,63 @@ async def test_only_an_unbound_admin_key_erases(
         await client.get("/v1/sessions", params={"user_id": "kept"}, headers=tenant.read)
     )
     assert len(listed["items"]) == 1
+
+
+def test_the_guides_receipt_verifies_with_its_key() -> None:
+    """docs/lifecycle.md shows a real receipt and its key: they agree, and nothing else does."""
+    import json
+    import re
+    from pathlib import Path
+
+    guide = (Path(__file__).resolve().parents[2] / "docs" / "lifecycle.md").read_text()
+    shown = guide.split("### The receipt", 1)[1].split("```json\n", 1)[1].split("```", 1)[0]
+    receipt = json.loads(shown)
+    key = re.search(r'"public_key": "([A-Za-z0-9+/=]+)"', guide)
+    assert key is not None
+    receipts.verify(receipt, receipts.load_public_key(key.group(1)))
+    with pytest.raises(receipts.ReceiptInvalid):
+        receipts.verify({**receipt, "rows_removed": 32}, receipts.load_public_key(key.group(1)))
+
+
+async def test_two_erasures_of_one_user_at_once_make_one_receipt(
+    client: httpx.AsyncClient, database: Database, admin_database: Database
+) -> None:
+    import asyncio
+
+    tenant = await make_tenant(database, "at-once")
+    person = Person(f"user-{tag()}", f"zq{tag()}")
+    for number in range(4):
+        created = await ok(
+            await client.post(
+                "/v1/sessions",
+                json={"user_id": person.user_id, "external_id": f"{person.marker}-{number}"},
+                headers=tenant.write,
+            ),
+            201,
+        )
+        await ok(
+            await client.post(
+                f"/v1/sessions/{created['id']}/messages:batch",
+                json={"messages": messages_of(person.marker)[:2]},
+                headers=tenant.write,
+            ),
+            201,
+        )
+    answers = await asyncio.gather(*(erase(client, tenant, person.user_id) for _ in range(2)))
+    # The second joins the first's erasure and answers its receipt (or, had the first finished
+    # before it began, finds nothing left: 404). Never a second erasure.
+    bodies = [answer.json() for answer in answers if answer.status_code == 200]
+    assert [a.status_code for a in answers if a.status_code != 200] in ([], [404])
+    assert bodies
+    assert all(body == bodies[0] for body in bodies)
+    assert bodies[0]["removed"]["agent_sessions"] == 4
+    assert bodies[0]["removed"]["messages"] == 8
+    async with admin_database.unscoped() as db:
+        from sqlalchemy import text
+
+        tombstones = await db.scalar(
+            text("SELECT count(*) FROM user_erasures WHERE tenant_id = :tenant_id"),
+            {"tenant_id": tenant.tenant_id},
+        )
+    assert tombstones == 1
+    assert await rows_holding(admin_database, person.marker, tenant_id=tenant.tenant_id) == {}

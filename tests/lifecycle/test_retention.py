@@ -390,6 +390,10 @@ async def test_a_memory_expires_by_its_categorys_lifetime_and_is_hidden_at_once(
         "/v1/memories/search", params={"q": "green tea"}, headers=tenant.read
     )
     assert tea["id"] in [hit["id"] for hit in searched.json()["items"]]
+    assert [hit["expires_at"] for hit in searched.json()["items"]] == [tea["expires_at"]]
+    assert tea["expires_at"] is not None
+    profile = await client.get("/v1/memories", params={"category": "profile"}, headers=tenant.read)
+    assert [m["expires_at"] for m in profile.json()["items"]] == [None]
     recall: dict[str, str | int] = {"recall": "green tea", "recall_min_score": 0}
     recalled = await client.get(f"/v1/sessions/{sid}/context", params=recall, headers=tenant.read)
     assert tea["id"] in recalled.text

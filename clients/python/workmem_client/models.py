@@ -176,6 +176,10 @@ class MemoryRead(BaseModel):
     )
     created_at: datetime
     updated_at: datetime
+    expires_at: datetime | None = Field(
+        default=None,
+        description="when it expires (its category's lifetime in the tenant's retention policy, from when it was last stated); null: never",
+    )
 
 
 class ProducedMemoryRead(BaseModel):
@@ -683,6 +687,10 @@ class MemoryHitRead(BaseModel):
     )
     created_at: datetime
     updated_at: datetime
+    expires_at: datetime | None = Field(
+        default=None,
+        description="when it expires (its category's lifetime in the tenant's retention policy, from when it was last stated); null: never",
+    )
     score: float = Field(description="cosine similarity of query and memory; what min_score cuts")
     vector_rank: int | None = Field(description="place among the vector candidates (1 = first)")
     text_rank: int | None = Field(description="place among the full-text candidates")
