@@ -148,6 +148,21 @@ def context_rows(data: dict[str, Any]) -> list[Row]:
                    data["session_ratio_100000_vs_100"], "<= 1.2",
                    data["session_ratio_100000_vs_100"] <= 1.2),
         Row("context", "  raw primary-key select (same run), ms", raw, "", None, "", None),
+        *_record_rows(data),
+    ]  # fmt: skip
+
+
+def _record_rows(data: dict[str, Any]) -> list[Row]:
+    """The context recorded in the ledger (one insert more), when the run measured it."""
+    if "context_recorded_ms" not in data:
+        return []
+    recorded, plain = data["context_recorded_ms"]["100000"], data["context_ms"]["100000"]
+    ratio = data["record_ratio_100000"]
+    return [
+        _ratio_row("context", "GET …/context?record=true, 100 000 messages, ms", recorded,
+                   "the same context not recorded, ms", plain, ratio, "<= 1.5", ratio <= 1.5),
+        Row("context", "  recording's cost per context (same run), ms",
+            data["record_cost_ms"]["100000"], "", None, "", None),
     ]  # fmt: skip
 
 
@@ -178,6 +193,20 @@ def import_rows(data: dict[str, Any]) -> list[Row]:
                    data["ratio_import_to_raw_insert"], "none (what the import adds)", True),
         Row("import_openviking", "  sessions per second", data["import_sessions_per_s"], "",
             None, "", None),
+    ]  # fmt: skip
+
+
+def bundle_rows(data: dict[str, Any]) -> list[Row]:
+    sessions = data["sessions"]
+    return [
+        Row("bundle", f"export of {sessions} sessions ({data['rows_total']} rows), s",
+            data["export_s"], "", None, "none (reported)", None),
+        Row("bundle", "import of the bundle into another tenant, s", data["import_s"], "", None,
+            "none (reported)", None),
+        Row("bundle", "  second import (changes nothing), s", data["reimport_s"], "", None,
+            "none (reported)", None),
+        Row("bundle", "  bundle size, bytes", data["bundle_bytes"],
+            f"JSON lines = {data['json_lines_bytes']}", None, "", None),
     ]  # fmt: skip
 
 
@@ -299,6 +328,7 @@ BENCHMARKS = (
     Benchmark("fork", ["-m", "bench.fork"], fork_rows, 900),
     Benchmark("append", ["-m", "bench.append", "--quick"], append_rows, 900),
     Benchmark("import_openviking", ["-m", "bench.import_openviking"], import_rows, 900),
+    Benchmark("bundle", ["-m", "bench.bundle"], bundle_rows, 1200),
     Benchmark("ui", ["-m", "bench.ui"], ui_rows, 900),
     Benchmark(
         "memories",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench.run_all import commit_rows, filtered_search_rows, memories_rows
+from bench.run_all import commit_rows, context_rows, filtered_search_rows, memories_rows
 
 LARGE = {"service_p50_ms": 4.4, "raw_hnsw_p50_ms": 2.3, "ratio_p50": 1.9}
 SEARCH: dict[str, object] = {
@@ -125,3 +125,23 @@ def test_each_generation_stage_has_its_time() -> None:
         "  generation stages, 1000 live coding messages, ms (batching 1.0, extractor_rules 30.0,"
         " merge_guards_provenance 15.0, other 4.0, memory_extraction 12.0)"
     )
+
+
+def test_the_context_rows_carry_the_recorded_context_when_measured() -> None:
+    data: dict[str, object] = {
+        "context_ms": {"100": 5.0, "100000": 5.5},
+        "context_ratio_100000_vs_100": 1.1,
+        "session_ms": {"100": 1.0, "100000": 1.0},
+        "session_ratio_100000_vs_100": 1.0,
+        "raw_primary_key_select_ms": 0.1,
+        "context_recorded_ms": {"100": 6.0, "100000": 6.6},
+        "record_cost_ms": {"100": 1.0, "100000": 1.1},
+        "record_ratio_100000": 1.2,
+    }
+    rows = context_rows(data)
+    recorded = [row for row in rows if "record" in row.figure]
+    assert [(row.value, row.passed) for row in recorded] == [(6.6, True), (1.1, None)]
+    slow = {**data, "record_ratio_100000": 1.6}
+    assert [row.passed for row in context_rows(slow) if "record=true" in row.figure] == [False]
+    older = {key: value for key, value in data.items() if "record" not in key}
+    assert not [row for row in context_rows(older) if "record" in row.figure]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import sys
 
 from app.cli import (  # noqa: F401 - each module registers its commands on ``cli``
+    bundles,
     database,
     debugging,
     importing,
