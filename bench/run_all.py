@@ -324,7 +324,7 @@ class Benchmark:
 BENCHMARKS = (
     Benchmark("merge", ["bench/merge.py"], merge_rows, 300),
     Benchmark("context", ["-m", "bench.context"], context_rows, 900),
-    Benchmark("commit", ["-m", "bench.commit"], commit_rows, 900),
+    Benchmark("commit", ["-m", "bench.commit"], commit_rows, 1800),
     Benchmark("fork", ["-m", "bench.fork"], fork_rows, 900),
     Benchmark("append", ["-m", "bench.append", "--quick"], append_rows, 900),
     Benchmark("import_openviking", ["-m", "bench.import_openviking"], import_rows, 900),
