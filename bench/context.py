@@ -2,9 +2,11 @@
 
 Prints JSON: the median latency of ``GET /v1/sessions/{id}/context`` and ``GET /v1/sessions/{id}``
 for agent sessions of 100, 10 000 and 100 000 messages that share the same live tail, the ratios
-100 000 / 100 (DESIGN 15: at most 1.5 for the context, 1.2 for the session), and a primary-key
-select measured in the same run for reference. Starts its own embedded Postgres; the histories are
-bulk-inserted in SQL (only the API path is timed, in process through an ASGI transport).
+100 000 / 100 (DESIGN 15: at most 1.5 for the context, 1.2 for the session), the same context
+recorded in the context ledger (``record=true``: one insert) and what recording costs per context,
+and a primary-key select measured in the same run for reference. Starts its own embedded
+Postgres; the histories are bulk-inserted in SQL (only the API path is timed, in process through
+an ASGI transport).
 """
 
 from __future__ import annotations
@@ -181,6 +183,7 @@ async def measure(url: str, runs: int) -> dict[str, Any]:
     headers = {"Authorization": f"Bearer {key}"}
     context_ms: dict[int, list[float]] = {size: [] for size in SIZES}
     session_ms: dict[int, list[float]] = {size: [] for size in SIZES}
+    recorded_ms: dict[int, list[float]] = {size: [] for size in SIZES}
     raw_ms: list[float] = []
     async with (
         LifespanManager(app) as manager,
@@ -194,6 +197,15 @@ async def measure(url: str, runs: int) -> dict[str, Any]:
             response = await http.get(f"/v1/sessions/{sessions[size]}/context", headers=headers)
             response.raise_for_status()
             assert len(response.json()["messages"]) == LIVE_TAIL + 1
+
+        async def recorded(size: int) -> None:
+            response = await http.get(
+                f"/v1/sessions/{sessions[size]}/context",
+                params={"record": "true"},
+                headers=headers,
+            )
+            response.raise_for_status()
+            assert response.json()["context_id"] is not None
 
         async def session(size: int) -> None:
             response = await http.get(f"/v1/sessions/{sessions[size]}", headers=headers)
@@ -211,11 +223,13 @@ async def measure(url: str, runs: int) -> dict[str, Any]:
         for size in SIZES:  # warm the pool, the key cache and the plans
             for _ in range(5):
                 await context(size)
+                await recorded(size)
                 await session(size)
         # Rounds interleave the sizes, so a slow minute of the machine hits all of them alike.
         for _ in range(runs):
             for size in SIZES:
                 context_ms[size].append(await timed_ms(context, size))
+                recorded_ms[size].append(await timed_ms(recorded, size))
                 session_ms[size].append(await timed_ms(session, size))
             raw_ms.append(await timed_ms(primary_key_select, SIZES[-1]))
     await database.dispose()
@@ -224,6 +238,7 @@ async def measure(url: str, runs: int) -> dict[str, Any]:
         return {str(size): round(statistics.median(values), 3) for size, values in samples.items()}
 
     context_median, session_median = medians(context_ms), medians(session_ms)
+    recorded_median = medians(recorded_ms)
     small, large = str(SIZES[0]), str(SIZES[-1])
     return {
         "runs": runs,
@@ -232,6 +247,11 @@ async def measure(url: str, runs: int) -> dict[str, Any]:
         "context_ms": context_median,
         "context_ratio_100000_vs_100": round(context_median[large] / context_median[small], 3),
         "context_ratio_target": 1.5,
+        "context_recorded_ms": recorded_median,
+        "record_cost_ms": {
+            size: round(recorded_median[size] - context_median[size], 3) for size in context_median
+        },
+        "record_ratio_100000": round(recorded_median[large] / context_median[large], 3),
         "session_ms": session_median,
         "session_ratio_100000_vs_100": round(session_median[large] / session_median[small], 3),
         "session_ratio_target": 1.2,
@@ -243,10 +263,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--runs", type=int, default=60, help="timed rounds per size")
     args = parser.parse_args()
-    from pgserver.postgres_server import get_server
+    from app.embedded import postgres_server
 
     with tempfile.TemporaryDirectory(prefix="wmbench") as tmp:
-        server = get_server(Path(tmp) / "pg", cleanup_mode="delete")
+        server = postgres_server(Path(tmp) / "pg", cleanup_mode="delete")
         try:
             base = normalize_url(server.get_uri("postgres"))
             with psycopg.connect(_plain(base), autocommit=True) as connection:

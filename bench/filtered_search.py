@@ -38,7 +38,13 @@ from pgvector.psycopg import register_vector
 from app.db import Database
 from app.memories.repository import MemoryRepository
 from app.memories.service import CANDIDATES_PER_RETRIEVER, MemoryQuery, MemoryService
-from app.memories.vector_plan import EXACT, SIZES, VectorPlan
+from app.memories.vector_plan import (
+    EXACT,
+    ITERATIVE_SCAN_SINCE,
+    SIZES,
+    VectorPlan,
+    parse_version,
+)
 from app.tenancy.principal import Principal, Role
 from tests.support.postgres import PostgresForTests
 
@@ -51,6 +57,9 @@ QUERY_TEXT = "zzqxv"
 """A word no memory holds: the full-text retriever finds nothing, so the hybrid order is the
 vector order and recall is the vector retriever's."""
 INDEX_ONLY = VectorPlan(exact=False)
+ITERATIVE = VectorPlan(exact=False, iterative=True)
+"""pgvector 0.8's iterative scan (strict order) at the default ef_search: measured for reference
+where the server has it."""
 COLUMNS = (
     "tenant_id, memory_id, user_id, category, content, confidence, agent_session_id,"
     " archive_seq, embedding, embedding_model, created_at, updated_at"
@@ -275,7 +284,13 @@ async def measure(big: int, small: int, queries: int) -> dict[str, Any]:
                 "queries": queries,
                 "k": K,
                 "target": "recall@10 >= 0.95 and service p50 <= 2 x raw unfiltered HNSW p50",
-                **await run_cases(connection, database, tenants, queries),
+                **await run_cases(
+                    connection,
+                    database,
+                    tenants,
+                    queries,
+                    iterative=parse_version(loaded["pgvector"]) >= ITERATIVE_SCAN_SINCE,
+                ),
             }
         finally:
             connection.close()
@@ -289,6 +304,8 @@ async def run_cases(
     database: Database,
     tenants: dict[str, uuid.UUID],
     queries: int,
+    *,
+    iterative: bool,
 ) -> dict[str, Any]:
     principals = {
         name: Principal(tenant_id, uuid.UUID(int=0), Role.READER, None)
@@ -301,6 +318,10 @@ async def run_cases(
     chosen = {case.name: Series() for case in CASES}
     index_only = {case.name: Series() for case in CASES}
     exact = {case.name: Series() for case in CASES}
+    scanned = {case.name: Series() for case in CASES}
+    references = [(index_only, INDEX_ONLY), (exact, EXACT)]
+    if iterative:
+        references.append((scanned, ITERATIVE))
     for warm, vector in enumerate(vectors[:20] + vectors):
         measured = warm >= 20
         query = MemoryQuery(QUERY_TEXT, vector, MODEL)
@@ -312,7 +333,7 @@ async def run_cases(
         for case in CASES:
             principal = principals[case.tenant]
             truth = set(exact_ids(connection, tenants[case.tenant], case, Vector(vector)))
-            for series, plan in ((chosen, None), (index_only, INDEX_ONLY), (exact, EXACT)):
+            for series, plan in [(chosen, None), *references]:
                 seconds, found = await timed_search(database, principal, case, query, plan)
                 if measured:
                     series[case.name].seconds.append(seconds)
@@ -348,6 +369,8 @@ async def run_cases(
             "ratio_p50_to_raw": round(mine.p50_ms() / raw50, 3),
             "index_only_recall_at_10": index_only[case.name].mean_recall(),
             "index_only_p50_ms": index_only[case.name].p50_ms(),
+            "iterative_scan_recall_at_10": scanned[case.name].mean_recall() if iterative else None,
+            "iterative_scan_p50_ms": scanned[case.name].p50_ms() if iterative else None,
             "exact_p50_ms": exact[case.name].p50_ms(),
             "exact_ratio_p50_to_raw": round(exact[case.name].p50_ms() / raw50, 3),
         }

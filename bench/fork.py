@@ -104,34 +104,38 @@ def figures(timings: list[float]) -> dict[str, float]:
     }
 
 
-async def timed_forks(
-    http: httpx.AsyncClient, sid: str, body: dict[str, int], headers: dict[str, str], runs: int
-) -> tuple[dict[str, float], str]:
-    timings: list[float] = []
-    fork = ""
-    for _ in range(runs):
-        started = time.perf_counter()
-        response = await http.post(f"/v1/sessions/{sid}:fork", json=body, headers=headers)
-        timings.append((time.perf_counter() - started) * 1000)
-        response.raise_for_status()
-        fork = response.json()["id"]
-    return figures(timings), fork
+SHAPES = ("fork_at_newest_archive", "fork_at_middle_archive", "fork_at_last_seq")
 
 
-async def timed_context(
-    http: httpx.AsyncClient, sid: str, headers: dict[str, str], runs: int
-) -> dict[str, float]:
-    timings: list[float] = []
-    for _ in range(runs):
-        started = time.perf_counter()
-        response = await http.get(
-            f"/v1/sessions/{sid}/context",
-            params={"fill": "true", "token_budget": 16000},
-            headers=headers,
-        )
-        timings.append((time.perf_counter() - started) * 1000)
-        response.raise_for_status()
-    return figures(timings)
+def bodies(size: int) -> dict[str, dict[str, int]]:
+    archives = size // PER_ARCHIVE
+    return {
+        "fork_at_newest_archive": {"at_archive": archives},
+        "fork_at_middle_archive": {"at_archive": max(1, archives // 2)},
+        "fork_at_last_seq": {"at_seq": size},
+    }
+
+
+async def fork_ms(
+    http: httpx.AsyncClient, sid: str, body: dict[str, int], headers: dict[str, str]
+) -> tuple[float, str]:
+    started = time.perf_counter()
+    response = await http.post(f"/v1/sessions/{sid}:fork", json=body, headers=headers)
+    elapsed = (time.perf_counter() - started) * 1000
+    response.raise_for_status()
+    return elapsed, str(response.json()["id"])
+
+
+async def context_ms(http: httpx.AsyncClient, sid: str, headers: dict[str, str]) -> float:
+    started = time.perf_counter()
+    response = await http.get(
+        f"/v1/sessions/{sid}/context",
+        params={"fill": "true", "token_budget": 16000},
+        headers=headers,
+    )
+    elapsed = (time.perf_counter() - started) * 1000
+    response.raise_for_status()
+    return elapsed
 
 
 async def measure(url: str, runs: int) -> dict[str, Any]:
@@ -145,40 +149,46 @@ async def measure(url: str, runs: int) -> dict[str, Any]:
     app = create_app(settings, database=database)
     headers = {"Authorization": f"Bearer {key}"}
     result: dict[str, Any] = {"runs": runs, "messages_per_archive": PER_ARCHIVE}
+    timings: dict[int, dict[str, list[float]]] = {size: {} for size in SIZES}
     async with (
         LifespanManager(app) as manager,
         httpx.AsyncClient(
             transport=httpx.ASGITransport(app=manager.app), base_url="http://bench"
         ) as http,
     ):
+        parents: dict[int, str] = {}
+        forks: dict[int, str] = {}
         for size in SIZES:
             created = await http.post("/v1/sessions", json={}, headers=headers)
             created.raise_for_status()
-            sid = created.json()["id"]
-            load(url, tenant.tenant_id, uuid.UUID(sid), size)
-            archives = size // PER_ARCHIVE
+            parents[size] = created.json()["id"]
+            load(url, tenant.tenant_id, uuid.UUID(parents[size]), size)
             # Warm the connection pool and the plans once, untimed.
-            await timed_forks(http, sid, {"at_archive": archives}, headers, 2)
-            newest, fork = await timed_forks(http, sid, {"at_archive": archives}, headers, runs)
-            middle, _ = await timed_forks(
-                http, sid, {"at_archive": max(1, archives // 2)}, headers, runs
+            _, forks[size] = await fork_ms(
+                http, parents[size], bodies(size)["fork_at_newest_archive"], headers
             )
-            at_seq, _ = await timed_forks(http, sid, {"at_seq": size}, headers, runs)
-            context = await timed_context(http, fork, headers, runs)
-            parent_context = await timed_context(http, sid, headers, runs)
-            result[f"{size}_messages"] = {
-                "archives": archives,
-                "fork_at_newest_archive": newest,
-                "fork_at_middle_archive": middle,
-                "fork_at_last_seq": at_seq,
-                "context_of_fork": context,
-                "context_of_parent": parent_context,
-            }
+            await context_ms(http, forks[size], headers)
+        # The sizes take turns, run after run: a busy moment of the machine falls on both.
+        for _ in range(runs):
+            for size in SIZES:
+                for shape, body in bodies(size).items():
+                    elapsed, _fork = await fork_ms(http, parents[size], body, headers)
+                    timings[size].setdefault(shape, []).append(elapsed)
+                timings[size].setdefault("context_of_fork", []).append(
+                    await context_ms(http, forks[size], headers)
+                )
+                timings[size].setdefault("context_of_parent", []).append(
+                    await context_ms(http, parents[size], headers)
+                )
     await database.dispose()
+    for size in SIZES:
+        result[f"{size}_messages"] = {
+            "archives": size // PER_ARCHIVE,
+            **{name: figures(values) for name, values in timings[size].items()},
+        }
     short, long = (result[f"{size}_messages"] for size in SIZES)
     result["ratio_long_to_short"] = {
-        name: round(long[name]["p50_ms"] / short[name]["p50_ms"], 3)
-        for name in ("fork_at_newest_archive", "fork_at_middle_archive", "fork_at_last_seq")
+        name: round(long[name]["p50_ms"] / short[name]["p50_ms"], 3) for name in SHAPES
     }
     result["ratio_fork_context_to_parent"] = {
         f"{size}_messages": round(
@@ -195,10 +205,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--runs", type=int, default=30, help="timed forks per shape and size")
     args = parser.parse_args()
-    from pgserver.postgres_server import get_server
+    from app.embedded import postgres_server
 
     with tempfile.TemporaryDirectory(prefix="wmbench") as tmp:
-        server = get_server(Path(tmp) / "pg", cleanup_mode="delete")
+        server = postgres_server(Path(tmp) / "pg", cleanup_mode="delete")
         try:
             base = normalize_url(server.get_uri("postgres"))
             with psycopg.connect(_plain(base), autocommit=True) as connection:

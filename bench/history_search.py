@@ -195,10 +195,10 @@ def main() -> None:
         "--appends", type=int, default=5_000, help="messages appended before the second pass"
     )
     args = parser.parse_args()
-    from pgserver.postgres_server import get_server
+    from app.embedded import postgres_server
 
     with tempfile.TemporaryDirectory(prefix="wmbench") as tmp:
-        server = get_server(Path(tmp) / "pg", cleanup_mode="delete")
+        server = postgres_server(Path(tmp) / "pg", cleanup_mode="delete")
         try:
             base = normalize_url(server.get_uri("postgres"))
             with psycopg.connect(_plain(base), autocommit=True) as connection:

@@ -93,6 +93,47 @@ def append_rows(data: dict[str, Any]) -> list[Row]:
     return rows
 
 
+def _wait_rows(name: str, run: dict[str, Any], size: str, figures: dict[str, Any]) -> list[Row]:
+    label = f"wait: true commit keeping 10, {size} live {name} messages, ms"
+    share = figures["share_of_openviking"]
+    if share is None:
+        first = Row(
+            "commit",
+            label,
+            figures["wait_commit_ms"],
+            f"raw select+commit, ms = {run['raw_select_commit_ms']}",
+            figures["wait_to_raw_select"],
+            "",
+            None,
+        )
+    else:
+        first = _ratio_row(
+            "commit",
+            label,
+            figures["wait_commit_ms"],
+            "OpenViking 0.5.2 commit, ms",
+            figures["openviking_commit_ms"],
+            share,
+            "<= 0.1",
+            share <= 0.1,
+        )
+    return [
+        first,
+        Row("commit", f"  of which phase 1 (same run, wait: false), {size} live, ms",
+            figures["phase1_commit_ms"], f"raw select+commit, ms = {run['raw_select_commit_ms']}",
+            None, "", None),
+    ]  # fmt: skip
+
+
+def _stage_row(name: str, size: str, stages: dict[str, Any]) -> Row:
+    parts = ", ".join(
+        f"{key.removesuffix('_ms')} {value}" for key, value in stages.items()
+        if key.endswith("_ms") and key != "generation_ms"
+    )  # fmt: skip
+    return Row("commit", f"  generation stages, {size} live {name} messages, ms ({parts})",
+               stages["generation_ms"], "", None, "", None)  # fmt: skip
+
+
 def commit_rows(data: dict[str, Any]) -> list[Row]:
     phase1 = data["phase1"]
     rows = [
@@ -101,17 +142,12 @@ def commit_rows(data: dict[str, Any]) -> list[Row]:
                    phase1["commit_10_live_ms"], phase1["ratio_10000_to_10"], "<= 1.5",
                    phase1["ratio_10000_to_10"] <= 1.5)
     ]  # fmt: skip
-    for size, figures in data["wait"]["sizes"].items():
-        share = figures["share_of_openviking"]
-        rows.append(
-            _ratio_row("commit", f"wait: true commit keeping 10, {size} live messages, ms",
-                       figures["wait_commit_ms"], "OpenViking 0.5.2 commit, ms",
-                       figures["openviking_commit_ms"], share, "<= 0.1", share <= 0.1)
-        )  # fmt: skip
-        rows.append(
-            Row("commit", f"  of which phase 1 (same run, wait: false), {size} live, ms",
-                figures["phase1_commit_ms"], "", None, "", None)
-        )  # fmt: skip
+    for name, run in data["wait"].items():
+        for size, figures in run["sizes"].items():
+            rows += _wait_rows(name, run, size, figures)
+    for name, run in data["stages"].items():
+        for size, stages in run["sizes"].items():
+            rows.append(_stage_row(name, size, stages))
     return rows
 
 
@@ -128,6 +164,21 @@ def context_rows(data: dict[str, Any]) -> list[Row]:
                    data["session_ratio_100000_vs_100"], "<= 1.2",
                    data["session_ratio_100000_vs_100"] <= 1.2),
         Row("context", "  raw primary-key select (same run), ms", raw, "", None, "", None),
+        *_record_rows(data),
+    ]  # fmt: skip
+
+
+def _record_rows(data: dict[str, Any]) -> list[Row]:
+    """The context recorded in the ledger (one insert more), when the run measured it."""
+    if "context_recorded_ms" not in data:
+        return []
+    recorded, plain = data["context_recorded_ms"]["100000"], data["context_ms"]["100000"]
+    ratio = data["record_ratio_100000"]
+    return [
+        _ratio_row("context", "GET …/context?record=true, 100 000 messages, ms", recorded,
+                   "the same context not recorded, ms", plain, ratio, "<= 1.5", ratio <= 1.5),
+        Row("context", "  recording's cost per context (same run), ms",
+            data["record_cost_ms"]["100000"], "", None, "", None),
     ]  # fmt: skip
 
 
@@ -158,6 +209,20 @@ def import_rows(data: dict[str, Any]) -> list[Row]:
                    data["ratio_import_to_raw_insert"], "none (what the import adds)", True),
         Row("import_openviking", "  sessions per second", data["import_sessions_per_s"], "",
             None, "", None),
+    ]  # fmt: skip
+
+
+def bundle_rows(data: dict[str, Any]) -> list[Row]:
+    sessions = data["sessions"]
+    return [
+        Row("bundle", f"export of {sessions} sessions ({data['rows_total']} rows), s",
+            data["export_s"], "", None, "none (reported)", None),
+        Row("bundle", "import of the bundle into another tenant, s", data["import_s"], "", None,
+            "none (reported)", None),
+        Row("bundle", "  second import (changes nothing), s", data["reimport_s"], "", None,
+            "none (reported)", None),
+        Row("bundle", "  bundle size, bytes", data["bundle_bytes"],
+            f"JSON lines = {data['json_lines_bytes']}", None, "", None),
     ]  # fmt: skip
 
 
@@ -279,6 +344,7 @@ BENCHMARKS = (
     Benchmark("fork", ["-m", "bench.fork"], fork_rows, 900),
     Benchmark("append", ["-m", "bench.append", "--quick"], append_rows, 1800),
     Benchmark("import_openviking", ["-m", "bench.import_openviking"], import_rows, 900),
+    Benchmark("bundle", ["-m", "bench.bundle"], bundle_rows, 1200),
     Benchmark("ui", ["-m", "bench.ui"], ui_rows, 900),
     Benchmark(
         "memories",

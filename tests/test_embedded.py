@@ -5,7 +5,6 @@ Each test counts the postgres processes of its own data directory before and aft
 
 from __future__ import annotations
 
-import importlib
 import json
 import logging
 import os
@@ -19,7 +18,15 @@ from pathlib import Path
 import httpx
 import pytest
 
-from app.embedded import HANDLE_FILE, POSTMASTER_PID, live_handles, recover, restart_delay
+from app.embedded import (
+    HANDLE_FILE,
+    LOGGER,
+    POSTMASTER_PID,
+    live_handles,
+    pg_command,
+    recover,
+    restart_delay,
+)
 from tests.support.clusters import postgres_processes, postmaster_pid, stop_cluster
 from tests.support.servers import Server, workmem_command
 
@@ -181,11 +188,10 @@ def test_serve_says_serving_only_once_it_accepts_connections(home: Path) -> None
 def test_a_failed_stop_is_logged_as_a_warning(
     tmp_path: Path, caplog: pytest.LogCaptureFixture, arguments: list[str], level: int
 ) -> None:
-    # pgserver makes its command functions at import time, so they are not attributes to mypy.
-    pg_ctl = getattr(importlib.import_module("pgserver._commands"), "pg_ctl")  # noqa: B009
+    pg_ctl = pg_command("pg_ctl")
 
     with (
-        caplog.at_level(logging.INFO, logger="pgserver"),
+        caplog.at_level(logging.INFO, logger=LOGGER),
         pytest.raises(subprocess.CalledProcessError),
     ):
         pg_ctl(arguments, pgdata=tmp_path / "no-cluster-here")

@@ -17,11 +17,13 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
 import pytest
 from asgi_lifespan import LifespanManager
+from sqlalchemy import text
 
 from app.config import Settings
 from app.db import Database
@@ -60,7 +62,8 @@ def tenants_named(statement: Statement) -> set[str] | None:
 
 @pytest.fixture
 async def recorded(postgres: PostgresForTests, settings: Settings) -> AsyncIterator[Any]:
-    url = postgres.create_app_database("wmroute").app
+    urls = postgres.create_app_database("wmroute")
+    url = urls.app
     log = StatementLog()
     database = Database.from_url(url, pool_size=4, on_connect=log.install)
     # Quotas on: their usage reads are part of the workload.
@@ -79,8 +82,33 @@ async def recorded(postgres: PostgresForTests, settings: Settings) -> AsyncItera
         keys = [await make_tenant(database, f"routed-{n}") for n in range(2)]
         with log.recording():
             await asyncio.gather(*(workload(http, k) for k in keys))
-        yield log.recorded
+        yield Recorded(log.recorded, await function_bodies(urls.admin))
     await database.dispose()
+
+
+@dataclass(frozen=True)
+class Recorded:
+    statements: list[Statement]
+    bodies: dict[str, str]
+    """Each ``workmem_*`` function's definition, by name."""
+
+
+async def function_bodies(admin_url: str) -> dict[str, str]:
+    owner = Database.from_url(admin_url, pool_size=1)
+    try:
+        async with owner.unscoped() as db:
+            rows = (
+                await db.execute(
+                    text(
+                        "SELECT p.proname, pg_get_functiondef(p.oid) FROM pg_proc p"
+                        " WHERE p.pronamespace = 'public'::regnamespace"
+                        " AND p.proname LIKE 'workmem\\_%'"
+                    )
+                )
+            ).all()
+    finally:
+        await owner.dispose()
+    return {str(name): str(body) for name, body in rows}
 
 
 async def workload(http: httpx.AsyncClient, keys: TenantKeys) -> None:
@@ -197,10 +225,10 @@ async def workload(http: httpx.AsyncClient, keys: TenantKeys) -> None:
     assert unhooked.status_code == 204
 
 
-async def test_every_statement_is_routed_by_one_tenant(recorded: list[Statement]) -> None:
+async def test_every_statement_is_routed_by_one_tenant(recorded: Recorded) -> None:
     privileged = set(documented())
     routed = exempt = 0
-    for statement in recorded:
+    for statement in recorded.statements:
         called = set(CALL.findall(statement.sql))
         if called & privileged or CONNECTION_LEVEL.match(statement.sql):
             exempt += 1
@@ -219,3 +247,76 @@ async def test_every_statement_is_routed_by_one_tenant(recorded: list[Statement]
     assert routed > 150, routed
     assert exempt > 0
     print(f"statements routed by one tenant: {routed}; privileged or connection-level: {exempt}")  # noqa: T201 - the figure the scaling guide quotes
+
+
+# Tables a tenant-distributed cluster keeps whole on every node (docs/scaling.md, "DDL"): small,
+# with no tenant of their own or read across tenants by design.
+REFERENCE_TABLES = frozenset(
+    {"api_key_prefixes", "claimable_archives", "workmem_keyring", "auditor_logins"}
+)
+# The functions that act across tenants on purpose, outside requests: the operator's and the
+# workers' maintenance (docs/scaling.md, "What changes"), each for its reason.
+ACROSS_TENANTS = {
+    "workmem_tenant_ids": "the tenant list that maintenance then walks tenant by tenant",
+    "workmem_archive_queue": "the /metrics queue figures, a count over every node",
+    "workmem_purge_idempotency_keys": "a periodic purge, run on every node",
+    "workmem_requeue_failed": "the operator's re-queue, given a tenant from the tenant list",
+    "workmem_claim_webhook_deliveries": "the delivery loop, run per node like the archive claim",
+}
+TABLE_IN = re.compile(r"\b(?:FROM|JOIN|UPDATE|INTO)\s+(?:public\.)?(?![pv]_)(\w+)", re.IGNORECASE)
+ONE_TENANT = re.compile(
+    r"tenant_id\s*=\s*(?:[pv]_\w+|\(?(?:SELECT\s+)?workmem_verified_tenant\(\))", re.IGNORECASE
+)
+
+
+def distributed_statements(body: str) -> list[str]:
+    """The statements of a function body that read or write a tenant-distributed table."""
+    code = body.split("$function$")[1] if "$function$" in body else body
+    found = []
+    for statement in code.split(";"):
+        tables = {name.lower() for name in TABLE_IN.findall(statement)}
+        if tables and tables - REFERENCE_TABLES - {"now", "unnest", "requeued", "candidate"}:
+            found.append(statement)
+    return found
+
+
+async def test_the_privileged_functions_of_the_workload_route_too(recorded: Recorded) -> None:
+    """Inside each privileged function the workload called, every statement that reads or writes
+    a distributed table is filtered by one tenant (a parameter, a variable found first in a
+    reference table, or the verified tenant): the claim and the key lookup route like the rest."""
+    called: set[str] = set()
+    for sent in recorded.statements:
+        called |= set(CALL.findall(sent.sql))
+    privileged = (called & set(documented())) - set(ACROSS_TENANTS)
+    assert {"workmem_authenticate", "workmem_claim_archive"} <= privileged, privileged
+    checked = 0
+    for name in sorted(privileged):
+        for body in distributed_statements(recorded.bodies[name]):
+            assert ONE_TENANT.search(body), f"{name}: not routed by one tenant: {body}"
+            checked += 1
+    assert checked >= 6, checked
+
+
+def test_the_body_check_fails_on_a_statement_across_tenants() -> None:
+    across = "BEGIN UPDATE archives a SET status = 'running' WHERE a.status = 'pending'; END"
+    routed = "BEGIN UPDATE archives a SET x = 1 WHERE a.tenant_id = v_tenant_id; END"
+    reference = "BEGIN SELECT q.tenant_id FROM claimable_archives q LIMIT 1; END"
+    assert [bool(ONE_TENANT.search(s)) for s in distributed_statements(across)] == [False]
+    assert [bool(ONE_TENANT.search(s)) for s in distributed_statements(routed)] == [True]
+    assert distributed_statements(reference) == []
+
+
+def test_the_scaling_guide_distributes_every_table() -> None:
+    """docs/scaling.md's DDL names every table of the schema, distributed or kept whole."""
+    from pathlib import Path
+
+    import app.models  # noqa: F401 - registers every table
+    from app.db import Base
+
+    guide = (Path(__file__).resolve().parent.parent / "docs" / "scaling.md").read_text()
+    ddl = guide.split("```sql", 1)[1].split("```", 1)[0]
+    named = set(re.findall(r"'([a-z_]+)'", ddl)) - {"tenant_id", "tenants", "p_tenant_id"}
+    distributed = named - REFERENCE_TABLES
+    tables = set(Base.metadata.tables) - {"tenants"}
+    assert named >= REFERENCE_TABLES
+    assert distributed | (REFERENCE_TABLES & tables) == tables, tables ^ named

@@ -13,18 +13,28 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import and_, case, exists, func, insert, or_, select, update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import load_only
 
 from app.archives.records import SectionVersionRow
 from app.archives.working_memory import RecordedDecision, WorkingMemory
-from app.models import AgentSession, Archive, ArchiveStatus, Message, WmSectionVersion
+from app.models import (
+    AgentSession,
+    Archive,
+    ArchiveStatus,
+    ClaimableArchive,
+    Message,
+    WmSectionVersion,
+)
 from app.sessions.lineage import Piece
 from app.sessions.lineage_repository import LineageReader
 from app.sessions.message_repository import in_piece
 from app.tenancy.principal import Scope
 from app.wm.provenance import SectionSources, sources_from_json
 from app.wm.sections import Section, empty_sections
+
+FINISHED = frozenset({ArchiveStatus.DONE, ArchiveStatus.FAILED, ArchiveStatus.CLEARED})
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,7 +169,39 @@ class ArchiveRepository:
         result = await self.db.execute(
             insert(Archive).values(tenant_id=self.scope.tenant_id, **values).returning(Archive)
         )
-        return result.scalar_one()
+        archive = result.scalar_one()
+        if archive.status == ArchiveStatus.PENDING:
+            await self._claimable(archive.agent_session_id, func.now())
+        return archive
+
+    async def _claimable(self, agent_session_id: uuid.UUID, at: Any) -> None:
+        """The agent session has an archive due at ``at`` (or sooner): the claim's queue row,
+        written in the same transaction (``ClaimableArchive``)."""
+        statement = pg_insert(ClaimableArchive).values(
+            tenant_id=self.scope.tenant_id, agent_session_id=agent_session_id, available_at=at
+        )
+        await self.db.execute(
+            statement.on_conflict_do_update(
+                index_elements=[ClaimableArchive.tenant_id, ClaimableArchive.agent_session_id],
+                set_={
+                    "available_at": func.least(
+                        ClaimableArchive.available_at, statement.excluded.available_at
+                    )
+                },
+            )
+        )
+
+    async def _finished(self, agent_session_id: uuid.UUID) -> None:
+        """An archive of the agent session finished: its next one, if any, is due at once (the
+        claim removes the row when there is none)."""
+        await self.db.execute(
+            update(ClaimableArchive)
+            .where(
+                ClaimableArchive.tenant_id == self.scope.tenant_id,
+                ClaimableArchive.agent_session_id == agent_session_id,
+            )
+            .values(available_at=func.now())
+        )
 
     async def get(
         self, agent_session_id: uuid.UUID, archive_seq: int, *, lock: bool = False
@@ -426,6 +468,11 @@ class ArchiveRepository:
             )
             .values(**values)
         )
+        status = values.get("status")
+        if status == ArchiveStatus.PENDING:
+            await self._claimable(agent_session_id, values.get("available_at", func.now()))
+        elif status in FINISHED:
+            await self._finished(agent_session_id)
 
     async def renew_lease(
         self, agent_session_id: uuid.UUID, archive_seq: int, *, attempt: int, lease_s: float

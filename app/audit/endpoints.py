@@ -1,5 +1,6 @@
 """The ``/ui`` pages: sign in with an API key, agent sessions, a timeline of archives, one
-archive's sections with diffs and guard badges, its raw messages, and the text search.
+archive's sections with diffs and guard badges, its raw messages, the text search, and what the
+model saw in each recorded context.
 
 Owns HTTP only — parameters, the transaction of each request, cookies, and rendering templates;
 errors become HTML pages here (the API keeps problem+json). Never decides what to show: that is
@@ -249,6 +250,44 @@ async def timeline(
             agent_session_id, before=before, limit=TIMELINE_PAGE
         )
     return render(request, "timeline.html", {"timeline": found})
+
+
+@router.get("/sessions/{agent_session_id}/contexts")
+async def recorded_contexts(
+    request: Request,
+    agent_session_id: uuid.UUID,
+    principal: PagePrincipal,
+    database: DatabaseDep,
+    cursor: Annotated[str | None, Query(max_length=200)] = None,
+) -> Response:
+    async with database.tenant(principal.tenant_id) as db:
+        agent_session, rows, next_cursor = await AuditService(db, principal).contexts(
+            agent_session_id, cursor=cursor
+        )
+    return render(
+        request,
+        "contexts.html",
+        {
+            "agent_session": agent_session,
+            "rows": rows,
+            "next_cursor": next_cursor,
+            "is_first_page": cursor is None,
+        },
+    )
+
+
+@router.get("/sessions/{agent_session_id}/contexts/{context_id}")
+async def recorded_context(
+    request: Request,
+    agent_session_id: uuid.UUID,
+    context_id: uuid.UUID,
+    principal: PagePrincipal,
+    database: DatabaseDep,
+) -> Response:
+    """What the model saw: the recorded context rebuilt, each message linked to its part."""
+    async with database.tenant(principal.tenant_id) as db:
+        found = await AuditService(db, principal).seen(agent_session_id, context_id)
+    return render(request, "context.html", {"seen": found})
 
 
 @router.get("/sessions/{agent_session_id}/search")

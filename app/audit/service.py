@@ -1,5 +1,6 @@
 """What the audit pages show: agent sessions, a timeline of archives, one archive's sections with
-their diffs and decisions, its raw messages, and when a text entered and left each section.
+their diffs and decisions, its raw messages, when a text entered and left each section, and what
+the model saw in each recorded context.
 
 Built over the agent-session and archive services (never their repositories) and the audit views.
 Flushes nothing and never commits; endpoints own the transaction and render the values.
@@ -17,7 +18,9 @@ from app.archives.service import ArchiveService, ExpandedArchive
 from app.archives.working_memory import RecordedDecision, WorkingMemory
 from app.audit.diff import Segment, word_diff
 from app.audit.repository import AuditRepository, Intervention, TextSpan
-from app.models import AgentSession, Archive, ArchiveStatus
+from app.audit.seen import Seen, seen
+from app.ledger.service import LedgerService
+from app.models import AgentSession, Archive, ArchiveStatus, ContextRecord
 from app.sessions.records import NewestArchive, StoredMessage
 from app.sessions.service import AgentSessionService
 from app.tenancy.principal import Principal
@@ -106,11 +109,26 @@ class AuditService:
         self.agent_sessions = AgentSessionService(db, principal)
         self.archives = ArchiveService(db, principal)
         self.audit = AuditRepository(db, principal.scope)
+        self.ledger = LedgerService(db, principal)
 
     async def agent_sessions_page(
         self, *, cursor: str | None, limit: int
     ) -> tuple[list[tuple[AgentSession, NewestArchive | None]], str | None]:
         return await self.agent_sessions.page(cursor=cursor, limit=limit)
+
+    async def contexts(
+        self, agent_session_id: uuid.UUID, *, cursor: str | None, limit: int = TIMELINE_PAGE
+    ) -> tuple[AgentSession, list[ContextRecord], str | None]:
+        """The agent session's recorded contexts, newest first."""
+        agent_session = await self.agent_sessions.get(agent_session_id)
+        rows, next_cursor = await self.ledger.page(agent_session_id, cursor=cursor, limit=limit)
+        return agent_session, rows, next_cursor
+
+    async def seen(self, agent_session_id: uuid.UUID, context_id: uuid.UUID) -> Seen:
+        """What the model saw in one recorded context, rebuilt from the rows it names."""
+        agent_session = await self.agent_sessions.get(agent_session_id)
+        row = await self.ledger.get(agent_session_id, context_id)
+        return seen(agent_session, row, await self.ledger.render(row))
 
     async def timeline(
         self, agent_session_id: uuid.UUID, *, before: int | None, limit: int = TIMELINE_PAGE

@@ -9,6 +9,7 @@ from __future__ import annotations
 import sys
 
 from app.cli import (  # noqa: F401 - each module registers its commands on ``cli``
+    bundles,
     database,
     debugging,
     importing,
@@ -22,6 +23,7 @@ from app.cli import (  # noqa: F401 - each module registers its commands on ``cl
 )
 from app.cli.base import CliError, cli
 from app.db import PrivilegedLogin
+from app.embedded import DataDirectoryTooOld
 
 __all__ = ["cli", "main"]
 
@@ -46,7 +48,7 @@ def main() -> None:
         else:
             print(f"workmem: {_usage_line(error)}", file=sys.stderr)
         raise SystemExit(getattr(error, "exit_code", 2)) from None
-    except (CliError, PrivilegedLogin) as error:
+    except (CliError, PrivilegedLogin, DataDirectoryTooOld) as error:
         print(f"workmem: {error}", file=sys.stderr)
         raise SystemExit(1) from None
     except AppError as error:

@@ -8,11 +8,13 @@ import typer
 
 from app import migrations
 from app.cli.base import (
+    CliError,
     cli,
     run_db,
     runtime,
     upgrade_database,
 )
+from app.config import Settings
 from app.db import Database
 from app.tenancy import service as tenancy
 
@@ -45,3 +47,28 @@ def db_current() -> None:
             return await tenancy.schema_revision(db)
 
     typer.echo(run_db(work, resolved.url) or "no revision applied")
+
+
+@db_cli.command("upgrade-cluster")
+def db_upgrade_cluster() -> None:
+    """Carry the embedded cluster in $WORKMEM_HOME/pgdata from an older PostgreSQL (16) to the
+    bundled one: dump, restore beside it, check every table's rows, swap (the old directory is
+    kept, renamed). Stop workmem first; reading PostgreSQL 16 needs
+    `pip install 'workmem[pg16]'`."""
+    from app.cluster_upgrade import UpgradeError, upgrade_cluster
+
+    settings = Settings()
+    if settings.database_url:
+        raise CliError("DATABASE_URL is set: upgrade that server with its own tools")
+
+    def say(line: str) -> None:
+        typer.echo(f"workmem: {line}", err=True)
+
+    try:
+        kept = upgrade_cluster(settings.embedded_data_dir, say)
+    except UpgradeError as error:
+        raise CliError(
+            f"upgrade stopped, {settings.embedded_data_dir} is unchanged: {error}"
+        ) from None
+    if kept is not None:
+        say(f"done; remove {kept} once workmem serves your data")

@@ -18,17 +18,16 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app import telemetry
 from app.archives.service import ArchiveService
 from app.archives.working_memory import WorkingMemory
-from app.context.assembly import Assembly, Hint, Window, assemble
+from app.context.assembly import Assembly, Hint, Window
 from app.context.budget import Budget
 from app.context.clearing import Clearing, read_back_cost
-from app.context.fill import choose_fill, fill_room, with_fill
+from app.context.compose import Inputs, covered_tokens, finish, first_pass
 from app.context.hint import (
     ARCHIVE_INDEX_LIMIT,
     ArchiveRange,
     listed_archives,
     system_prompt_addition,
 )
-from app.context.share import displaced, displaced_terms, is_reduced
 from app.memories.records import SearchHit
 from app.memories.service import RECALL_LIMIT, MemoryQuery, MemoryService
 from app.models import AgentSession, Archive
@@ -63,6 +62,9 @@ class AssembledContext:
     """The pins in force, oldest first (those sent are the first of them)."""
     retracted: tuple[int, ...] = ()
     """Retracted seqs within the ranges read for the context (left out of it), ascending."""
+    covered_start_seq: int | None = None
+    """The oldest covered message read (fill), ``None`` when none was read: with the window,
+    the ranges the context was assembled from."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,50 +153,22 @@ class ContextService:
             ),
         )
 
-        def build(first_terms: Sequence[str] = ()) -> Assembly:
-            return assemble(
-                budget,
-                window,
-                working_memory=working_memory,
-                hint=hint,
-                counter=self.counter,
-                recalled=recalled,
-                pins=pins,
-                clearing=clearing,
-                first_terms=first_terms,
-            )
-
-        result = build()
-        room = fill_room(result, budget.usable) if fill else 0
-        # A reduced summary displaces covered messages truncation would send (``share``): they
-        # are read as far back as the whole usable budget, and their terms lead its brief.
-        reduced = fill and is_reduced(result)
-        if room or reduced:
+        inputs = Inputs(budget, window, working_memory, hint, recalled, pins, clearing, fill)
+        result = first_pass(inputs, self.counter)
+        tokens = covered_tokens(result, inputs)
+        covered_start_seq = None
+        if tokens:
             covered = await self._read_back(
                 agent_session_id,
                 upto=floor_seq,
                 floor_seq=0,
-                tokens=budget.usable if reduced else room,
+                tokens=tokens,
                 need_user=False,
                 clearing=clearing,
                 retracted=retracted,
             )
-
-            def filled(assembly: Assembly) -> Assembly:
-                chosen = choose_fill(
-                    covered,
-                    fill_room(assembly, budget.usable),
-                    clearing=clearing,
-                    kept_before=assembly.kept_whole,
-                    counter=self.counter,
-                )
-                return with_fill(assembly, chosen)
-
-            result = filled(result)
-            if reduced:
-                gone = displaced(covered, result, budget.usable, self.counter)
-                if gone:
-                    result = filled(build(displaced_terms(gone)))
+            covered_start_seq = covered[0].seq if covered else floor_seq + 1
+            result = finish(result, inputs, covered, self.counter)
         return AssembledContext(
             agent_session,
             budget,
@@ -208,6 +182,7 @@ class ContextService:
             fill,
             tuple(pins),
             tuple(sorted(retracted)),
+            covered_start_seq,
         )
 
     async def _window(

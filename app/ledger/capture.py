@@ -62,7 +62,6 @@ def ledger_entry(context: AssembledContext, *, source: str) -> LedgerEntry:
     tail = result.included_seqs
     filled = tuple(message.seq for message in result.filled)
     sent = {*tail, *filled}
-    first_sent = min(sent) if sent else None
     redacted = sorted(
         message.seq
         for message in (*context.window.candidates, *result.filled)
@@ -79,6 +78,14 @@ def ledger_entry(context: AssembledContext, *, source: str) -> LedgerEntry:
         if context.clearing is None
         else sorted(context.clearing.excluded),
         "clear_messages_path": None if context.clearing is None else context.clearing.messages_path,
+        # The seq ranges the context was assembled from: its window of unsummarised messages,
+        # and the covered messages fill read (``null``: none).
+        "read": {
+            "floor_seq": context.window.floor_seq,
+            "start_seq": context.window.start_seq,
+            "last_seq": context.window.last_seq,
+            "covered_start_seq": context.covered_start_seq,
+        },
         "recall": None
         if recall is None
         else {
@@ -110,9 +117,7 @@ def ledger_entry(context: AssembledContext, *, source: str) -> LedgerEntry:
         tail_seqs=tail,
         filled_seqs=filled,
         cleared_seqs=tuple(sorted(seq for seq, _ in result.cleared)),
-        retracted_seqs=tuple(
-            seq for seq in context.retracted if first_sent is not None and seq > first_sent
-        ),
+        retracted_seqs=context.retracted,
         redacted_seqs=tuple(redacted),
         options=options,
         tokens={

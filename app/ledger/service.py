@@ -8,14 +8,20 @@ from __future__ import annotations
 
 import hashlib
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.archives.service import ArchiveService
 from app.archives.working_memory import WorkingMemory
+from app.context.assembly import Hint, Window
+from app.context.budget import plan_budget
+from app.context.clearing import Clearing
+from app.context.compose import Inputs, finish, first_pass
+from app.context.hint import ArchiveRange, system_prompt_addition
 from app.context.service import AssembledContext
 from app.cursors import decode_cursor, encode_cursor
 from app.errors import NotFound
@@ -35,6 +41,7 @@ from app.memories.service import MemoryService
 from app.models import ContextRecord
 from app.pins.records import Pin
 from app.pins.service import pins_named
+from app.sessions.records import StoredMessage
 from app.sessions.service import AgentSessionService
 from app.tenancy.principal import Principal
 from app.wm.redaction import REDACTED
@@ -104,38 +111,21 @@ class LedgerService:
             if pin_id not in found_pins
         ]
         seqs = expand_ranges([*row.filled_ranges, *row.tail_ranges])
-        sent = await self.agent_sessions.messages_at(agent_session_id, seqs)
-        found_seqs = {message.seq for message in sent}
-        missing += [
-            Unavailable("message", str(seq), "erased") for seq in seqs if seq not in found_seqs
-        ]
+        read = row.options.get("read")
+        if read is None:
+            loaded = await self.agent_sessions.messages_at(agent_session_id, seqs)
+            rebuilt = self._rebuild(row, working_memory, recalled, pins, loaded)
+        else:
+            loaded = await self._read(row, read)
+            rebuilt = self._reassemble(row, read, working_memory, recalled, pins, loaded)
+        by_seq = {message.seq: message for message in loaded}
         was_redacted = set(row.redacted_seqs)
-        missing += [
-            Unavailable("message", str(message.seq), "redacted")
-            for message in sent
-            if message.redacted_at is not None and message.seq not in was_redacted
-        ]
-        options, tokens = row.options, row.tokens
-        rebuilt = rebuild(
-            working_memory=working_memory if row.parts_sha256.get("summary") is not None else None,
-            summary_layer=row.summary_layer,
-            recalled=recalled,
-            memories_tokens=int(tokens.get("memories", 0)),
-            pins=pins if row.pin_ids else [],
-            pinned_tokens=int(tokens.get("pinned", 0)),
-            sent=sent,
-            cleared=set(row.cleared_seqs),
-            messages_path=str(
-                options.get("clear_messages_path") or f"/v1/sessions/{agent_session_id}/messages"
-            ),
-            hint=hint_text(
-                HintSpec.from_json(row.hint),
-                str(agent_session_id),
-                summary_archive_seq=row.summary_archive_seq,
-                summary_covered_end_seq=row.summary_covered_end_seq,
-            ),
-            counter=self.counter,
-        )
+        for seq in seqs:
+            message = by_seq.get(seq)
+            if message is None:
+                missing.append(Unavailable("message", str(seq), "erased"))
+            elif message.redacted_at is not None and seq not in was_redacted:
+                missing.append(Unavailable("message", str(seq), "redacted"))
         missing += _pin_changes(row, rebuilt, pins)
         digest = messages_sha256(rebuilt.messages)
         return Rendering(
@@ -146,6 +136,122 @@ class LedgerService:
             system_prompt_addition_matches=text_sha256(rebuilt.system_prompt_addition)
             == row.parts_sha256.get("system_prompt_addition"),
             unavailable=tuple(dict.fromkeys(missing)),
+        )
+
+    def _rebuild(
+        self,
+        row: ContextRecord,
+        working_memory: WorkingMemory | None,
+        recalled: Sequence[SearchHit],
+        pins: Sequence[Pin],
+        sent: Sequence[StoredMessage],
+    ) -> Rebuilt:
+        """A row recorded without its read ranges: each block rebuilt within its room."""
+        tokens = row.tokens
+        return rebuild(
+            working_memory=working_memory if row.parts_sha256.get("summary") is not None else None,
+            summary_layer=row.summary_layer,
+            recalled=recalled,
+            memories_tokens=int(tokens.get("memories", 0)),
+            pins=pins if row.pin_ids else [],
+            pinned_tokens=int(tokens.get("pinned", 0)),
+            sent=sent,
+            cleared=set(row.cleared_seqs),
+            messages_path=_messages_path(row),
+            hint=hint_text(
+                HintSpec.from_json(row.hint),
+                str(row.agent_session_id),
+                summary_archive_seq=row.summary_archive_seq,
+                summary_covered_end_seq=row.summary_covered_end_seq,
+            ),
+            counter=self.counter,
+        )
+
+    async def _read(self, row: ContextRecord, read: Mapping[str, Any]) -> list[StoredMessage]:
+        """The messages of the ranges the context was assembled from, retracted ones included
+        (the row names those it left out), oldest first."""
+        floor_seq, last_seq = int(read["floor_seq"]), int(read["last_seq"])
+        ranges = [(int(read["start_seq"]), last_seq)]
+        if read.get("covered_start_seq") is not None:
+            ranges.insert(0, (int(read["covered_start_seq"]), floor_seq))
+        loaded: list[StoredMessage] = []
+        for first, last in ranges:
+            if first <= last:
+                loaded += await self.agent_sessions.messages_between(
+                    row.agent_session_id, after_seq=first - 1, upto_seq=last, limit=last - first + 1
+                )
+        return loaded
+
+    def _reassemble(
+        self,
+        row: ContextRecord,
+        read: Mapping[str, Any],
+        working_memory: WorkingMemory | None,
+        recalled: Sequence[SearchHit],
+        pins: Sequence[Pin],
+        loaded: Sequence[StoredMessage],
+    ) -> Rebuilt:
+        """The context assembled again by the same functions, from the same inputs."""
+        options = row.options
+        retracted = set(row.retracted_seqs)
+        floor_seq, start_seq = int(read["floor_seq"]), int(read["start_seq"])
+        usable = [m for m in loaded if m.seq not in retracted]
+        window = Window([m for m in usable if m.seq >= start_seq], floor_seq, int(read["last_seq"]))
+        spec = HintSpec.from_json(row.hint)
+        summary_archive = (
+            None
+            if row.summary_archive_seq is None
+            else ArchiveRange(row.summary_archive_seq, 1, row.summary_covered_end_seq or 0)
+        )
+        index = [ArchiveRange(*archive) for archive in spec.archives]
+        agent_session_id = str(row.agent_session_id)
+        listed = max(1, len(index))
+        hint = Hint(
+            system_prompt_addition(
+                agent_session_id,
+                summary_archive=summary_archive,
+                index=index,
+                listed=listed,
+                fill=spec.fill,
+            ),
+            system_prompt_addition(
+                agent_session_id,
+                summary_archive=summary_archive,
+                index=index,
+                listed=listed,
+                summary_sent=False,
+            ),
+        )
+        keep = options.get("clear_tool_results")
+        clearing = (
+            None
+            if keep is None
+            else Clearing(
+                int(keep),
+                _messages_path(row),
+                frozenset(options.get("clear_tool_results_exclude") or ()),
+            )
+        )
+        inputs = Inputs(
+            plan_budget(int(options["token_budget"]), int(options["reserve_tokens"])),
+            window,
+            working_memory,
+            hint,
+            recalled,
+            pins,
+            clearing,
+            bool(options.get("fill")),
+        )
+        result = first_pass(inputs, self.counter)
+        if read.get("covered_start_seq") is not None:
+            covered = [m for m in usable if m.seq <= floor_seq]
+            result = finish(result, inputs, covered, self.counter)
+        return Rebuilt(
+            result.messages,
+            result.system_prompt_addition,
+            None if result.summary is None else result.summary.text,
+            result.recall.text,
+            result.pinned.text,
         )
 
     async def _memories(self, row: ContextRecord, missing: list[Unavailable]) -> list[SearchHit]:
@@ -176,6 +282,12 @@ class LedgerService:
             memory = replace(memory, content=content, updated_at=updated_at)
             hits.append(SearchHit(memory, float(ref["score"]), None, None, 0.0))
         return hits
+
+
+def _messages_path(row: ContextRecord) -> str:
+    return str(
+        row.options.get("clear_messages_path") or f"/v1/sessions/{row.agent_session_id}/messages"
+    )
 
 
 def _sha(text: str) -> str:

@@ -34,7 +34,6 @@ from app.memories.vector_plan import (
     DEFAULT_EF_SEARCH,
     Sizes,
     VectorPlan,
-    parse_version,
 )
 from app.models import Memory, MemoryEvent
 from app.tenancy.principal import Scope
@@ -181,17 +180,13 @@ class MemoryRepository:
     async def sizes(
         self, *, model: str, user_id: str | None, category: str | None, include_superseded: bool
     ) -> Sizes:
-        """How many visible rows the filters keep (at most ``COUNT_CAP``), how many the table
-        holds, and the pgvector version: what ``choose_plan`` needs."""
+        """How many visible rows the filters keep (at most ``COUNT_CAP``) and how many the table
+        holds: what ``choose_plan`` needs."""
         filters = self._filters(
             model=model, user_id=user_id, category=category, include_superseded=include_superseded
         )
         row = (await self.db.execute(SIZES, {**filters, "cap": COUNT_CAP})).one()
-        return Sizes(
-            filtered_rows=int(row[0]),
-            table_rows=max(int(row[1] or 0), 0),
-            pgvector=parse_version(row[2]),
-        )
+        return Sizes(filtered_rows=int(row[0]), table_rows=max(int(row[1] or 0), 0))
 
     async def search(
         self,

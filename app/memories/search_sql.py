@@ -96,13 +96,11 @@ SEARCH_BY_INDEX = text(_SEARCH.format(nearest=_BY_INDEX))
 SEARCH_EXACT = text(_SEARCH.format(nearest=_EXACT))
 
 # What a plan is chosen from: the filtered rows, counted up to a cap; the rows the index holds
-# (the catalog's estimate, which every login may read: -1 before the first ANALYZE); pgvector's
-# version.
+# (the catalog's estimate, which every login may read: -1 before the first ANALYZE).
 SIZES = text(
     f"""
 SELECT (SELECT count(*) FROM (SELECT 1 FROM memories WHERE {_FILTERS} LIMIT :cap) AS capped),
-       (SELECT reltuples::bigint FROM pg_class WHERE oid = to_regclass('memories')),
-       (SELECT extversion FROM pg_extension WHERE extname = 'vector')
+       (SELECT reltuples::bigint FROM pg_class WHERE oid = to_regclass('memories'))
 """  # noqa: S608 - fixed fragments; every value is bound
 )
 

@@ -169,7 +169,6 @@ class MemoryService:
             table_rows=sizes.table_rows,
             limit=limit,
             per_retriever=per_retriever,
-            pgvector=sizes.pgvector,
         )
 
     async def recall(

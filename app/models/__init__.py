@@ -1,6 +1,12 @@
 """ORM tables, one module per aggregate. Importing this package registers every table."""
 
-from app.models.archives import Archive, ArchiveAction, ArchiveStatus, WmSectionVersion
+from app.models.archives import (
+    Archive,
+    ArchiveAction,
+    ArchiveStatus,
+    ClaimableArchive,
+    WmSectionVersion,
+)
 from app.models.audit import AuditorLogin
 from app.models.idempotency import IdempotencyKey
 from app.models.ledger import ContextRecord
@@ -15,7 +21,7 @@ from app.models.sessions import (
     MessageRedaction,
     MessageRetraction,
 )
-from app.models.tenancy import ApiKey, Tenant
+from app.models.tenancy import ApiKey, ApiKeyPrefix, Tenant
 from app.models.usage import ModelCall
 from app.models.webhooks import WebhookAttempt, WebhookDelivery, WebhookSubscription
 
@@ -23,10 +29,12 @@ __all__ = [
     "AgentSession",
     "AgentSessionLineage",
     "ApiKey",
+    "ApiKeyPrefix",
     "Archive",
     "ArchiveAction",
     "ArchiveStatus",
     "AuditorLogin",
+    "ClaimableArchive",
     "ContextRecord",
     "IdempotencyKey",
     "Memory",

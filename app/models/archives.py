@@ -189,3 +189,18 @@ class ArchiveAction(Base):
     api_key_id: Mapped[uuid.UUID | None] = mapped_column(UUID(as_uuid=True))
     reason: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[CreatedAt]
+
+
+class ClaimableArchive(Base):
+    """An agent session with pending or running archives, and when it may next have work.
+
+    Written in the commit's transaction (and by a re-queue, a retry, a finished archive); read by
+    the claim, which then claims that agent session's archive by its tenant. A table a
+    tenant-distributed cluster keeps whole on every node (``docs/scaling.md``)."""
+
+    __tablename__ = "claimable_archives"
+    __table_args__ = (Index("ix_claimable_archives_available_at", "available_at"),)
+
+    tenant_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True)
+    agent_session_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True)
+    available_at: Mapped[datetime] = mapped_column(server_default=text("now()"))

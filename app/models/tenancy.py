@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from datetime import datetime
 
-from sqlalchemy import CheckConstraint, ForeignKey, String, Text, text
+from sqlalchemy import CheckConstraint, ForeignKey, Index, String, Text, UniqueConstraint, text
 from sqlalchemy.dialects.postgresql import UUID
 from sqlalchemy.orm import Mapped, mapped_column
 
@@ -25,7 +25,11 @@ class Tenant(Base):
 
 class ApiKey(Base):
     __tablename__ = "api_keys"
-    __table_args__ = (CheckConstraint("role IN ('admin', 'writer', 'reader')", name="role"),)
+    __table_args__ = (
+        CheckConstraint("role IN ('admin', 'writer', 'reader')", name="role"),
+        # Unique across tenants by ``api_key_prefixes``' primary key.
+        UniqueConstraint("tenant_id", "prefix"),
+    )
 
     tenant_id: Mapped[uuid.UUID] = mapped_column(
         UUID(as_uuid=True),
@@ -35,7 +39,7 @@ class ApiKey(Base):
     api_key_id: Mapped[uuid.UUID] = mapped_column(
         UUID(as_uuid=True), primary_key=True, server_default=text("gen_random_uuid()")
     )
-    prefix: Mapped[str] = mapped_column(String(16), unique=True)
+    prefix: Mapped[str] = mapped_column(String(16))
     secret_sha256: Mapped[str] = mapped_column(String(64))
     role: Mapped[str] = mapped_column(String(16))
     name: Mapped[str | None] = mapped_column(Text)
@@ -43,3 +47,16 @@ class ApiKey(Base):
     created_at: Mapped[CreatedAt]
     last_used_at: Mapped[datetime | None]
     revoked_at: Mapped[datetime | None]
+
+
+class ApiKeyPrefix(Base):
+    """A key's prefix, its tenant and id: authentication finds the tenant here, then reads the key
+    by its tenant. Kept whole on every node of a tenant-distributed cluster
+    (``docs/scaling.md``); read and written by the privileged key functions only."""
+
+    __tablename__ = "api_key_prefixes"
+    __table_args__ = (Index("ix_api_key_prefixes_api_key_id", "api_key_id"),)
+
+    prefix: Mapped[str] = mapped_column(String(16), primary_key=True)
+    tenant_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True))
+    api_key_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True))

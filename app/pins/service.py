@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.errors import InvalidInput, NotFound
+from app.errors import Conflict, InvalidInput, NotFound
 from app.models import Pin as PinRow
 from app.pins.records import Pin
 from app.pins.repository import PinRepository
@@ -81,6 +81,12 @@ class PinService:
         await self.agent_sessions.get(agent_session_id, lock=True)
         if body.message_seq is not None:
             text = await self._message_text(agent_session_id, body.message_seq)
+            holder = await self.agent_sessions.holder_of(agent_session_id, body.message_seq)
+            if holder != agent_session_id:
+                raise Conflict(
+                    f"message {body.message_seq} is shared with agent session {holder}, this "
+                    "fork's ancestor; pin its text instead"
+                )
             field = "message_seq"
         else:
             text, field = body.text or "", "text"

@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import secrets
 import tempfile
-import warnings
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -125,12 +124,9 @@ async def throwaway_database() -> AsyncIterator[ThrowawayDatabase]:
     from app import migrations
 
     with tempfile.TemporaryDirectory(prefix="workmem-eval-") as tmp:
-        with warnings.catch_warnings():
-            # Its runtime directory falls back to /tmp when XDG_RUNTIME_DIR is unset: fine here.
-            warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
-            from pgserver.postgres_server import get_server
+        from app.embedded import postgres_server
 
-            server = get_server(Path(tmp) / "pg", cleanup_mode="delete")
+        server = postgres_server(Path(tmp) / "pg", cleanup_mode="delete")
         try:
             server.psql('CREATE DATABASE "workmem";')
             admin = normalize_url(str(server.get_uri("workmem")))

@@ -23,7 +23,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.db import token_for
 from app.errors import QuotaExceeded
 from app.metrics import LIMITED
-from app.models import AgentSession, AgentSessionLineage, Archive
+from app.models import AgentSession, AgentSessionLineage, Archive, ClaimableArchive
 from app.sessions.records import NewestArchive
 from app.tenancy.principal import Scope
 
@@ -277,7 +277,16 @@ class AgentSessionRepository:
             .where(AgentSession.agent_session_id == agent_session_id, *self._visible())
             .returning(AgentSession.agent_session_id)
         )
-        return result.scalar_one_or_none() is not None
+        if result.scalar_one_or_none() is None:
+            return False
+        # The claim's queue row has no foreign key (docs/scaling.md): it goes by hand.
+        await self.db.execute(
+            delete(ClaimableArchive).where(
+                ClaimableArchive.tenant_id == self.scope.tenant_id,
+                ClaimableArchive.agent_session_id == agent_session_id,
+            )
+        )
+        return True
 
     async def save_commit(
         self,

@@ -14,7 +14,7 @@ from sqlalchemy import func, insert, select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db import as_tenant
-from app.models import ApiKey, Tenant
+from app.models import ApiKey, ApiKeyPrefix, Tenant
 
 _KEY_COLUMNS = "api_key_id, tenant_id, prefix, role, name, user_id, created_at, revoked_at"
 
@@ -139,10 +139,16 @@ async def insert_tenant_key(
     name: str | None,
     user_id: str | None,
 ) -> ApiKey:
+    api_key_id = uuid.uuid4()
+    # The prefix first: unique across tenants by its primary key (docs/scaling.md).
+    await db.execute(
+        insert(ApiKeyPrefix).values(prefix=prefix, tenant_id=tenant_id, api_key_id=api_key_id)
+    )
     statement = (
         insert(ApiKey)
         .values(
             tenant_id=tenant_id,
+            api_key_id=api_key_id,
             prefix=prefix,
             secret_sha256=secret_sha256,
             role=role,

@@ -323,3 +323,24 @@ async def test_the_documented_forks_query(
         uuid.UUID(at_archive): (1, 4, 1, 2),
         uuid.UUID(at_seq): (1, 4, 1, 2),
     }
+
+
+async def test_a_shared_message_is_pinned_by_its_text(
+    client: httpx.AsyncClient, tenant: TenantKeys
+) -> None:
+    parent = await _with_archives(client, tenant, 1)
+    fork = (await _fork(client, tenant, parent, {"at_seq": 2})).json()["id"]
+    shared = await client.post(
+        f"/v1/sessions/{fork}/pins", json={"message_seq": 1}, headers=tenant.write
+    )
+    assert shared.status_code == 409, shared.text
+    assert parent in shared.json()["detail"]
+    await append(client, tenant, fork, [user("Pin me: the fork's own rule.")])
+    own = await client.post(
+        f"/v1/sessions/{fork}/pins", json={"message_seq": 3}, headers=tenant.write
+    )
+    assert own.status_code == 201, own.text
+    text = await client.post(
+        f"/v1/sessions/{fork}/pins", json={"text": "Decision 1: use tool1."}, headers=tenant.write
+    )
+    assert text.status_code == 201, text.text

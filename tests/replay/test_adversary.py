@@ -17,7 +17,7 @@ from app.db import Database
 from app.llm.adversary import PLANTED, Attack, AttackClass, HostileModel
 from app.llm.adversary_reading import Target
 from app.replay.adversary import AdversaryRun, Tally, caught, kept, score
-from app.replay.datasets import tau_airline_shift
+from app.replay.datasets import ADVERSARY_SETS, find_sets, tau_airline_shift
 from app.replay.run import ArchiveOutcome, Schedule, replay, section_history, stored_messages
 from app.wm.sections import Section
 from tests.conftest import AppFactory, make_tenant
@@ -147,6 +147,30 @@ def test_score_counts_attacks_catches_and_losses() -> None:
         "not caught: messages 50-60",
         "lost from Files & Context: app/b.py",
         "lost later from Files & Context: app/a.py",
+    ]
+    named = Tally()
+    score(named, [attack, outside], archives, history, messages, "locomo-26")
+    assert named.as_json()["missed"] == [
+        "locomo-26: not caught: messages 50-60",
+        "locomo-26: lost from Files & Context: app/b.py",
+        "locomo-26: lost later from Files & Context: app/a.py",
+    ]
+
+
+def test_the_adversary_evaluation_also_attacks_dialogsum(tmp_path: Path) -> None:
+    for folder in ("dialogsum", "locomo"):
+        (tmp_path / folder).mkdir()
+    adversary = {f.set.name: f.present for f in find_sets(tmp_path, None, ADVERSARY_SETS)}
+    retention = {f.set.name: f.present for f in find_sets(tmp_path)}
+    assert adversary == {
+        "locomo": True,
+        "tau-bench": False,
+        "swe-agent": False,
+        "dialogsum": True,
+    }
+    assert retention == {"locomo": True, "tau-bench": False, "swe-agent": False}
+    assert [f.set.name for f in find_sets(tmp_path, frozenset({"dialogsum"}), ADVERSARY_SETS)] == [
+        "dialogsum"
     ]
 
 

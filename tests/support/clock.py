@@ -23,6 +23,14 @@ async def age_archive_leases(owner: Database, seconds: float) -> int:
             ),
             {"s": seconds},
         )
+        # The claim's queue rows wait for the same leases.
+        await db.execute(
+            text(
+                "UPDATE claimable_archives"
+                " SET available_at = available_at - make_interval(secs => :s)"
+            ),
+            {"s": seconds},
+        )
     return int(moved.rowcount)  # type: ignore[attr-defined]
 
 

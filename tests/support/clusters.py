@@ -51,7 +51,7 @@ def postmaster_pid(data_dir: Path) -> int | None:
 
 def cluster_url(data_dir: Path, database: str, user: str = "postgres") -> str:
     """A libpq URL to a running cluster, read from its ``postmaster.pid`` (attaching through
-    pgserver would add this process to the cluster's handles and keep it running)."""
+    the embedded server's handle would add this process to the cluster's handles and keep it running)."""
     lines = (data_dir / POSTMASTER_PID).read_text().splitlines()
     port, socket_dir = lines[3].strip(), lines[4].strip()
     return f"postgresql://{user}@/{database}?host={socket_dir}&port={port}"
@@ -71,14 +71,14 @@ def stop_cluster(data_dir: Path, timeout_s: float = 30) -> None:
 
 
 def start_cluster(data_dir: Path, socket_dir: Path) -> None:
-    """Start a stopped cluster again as pgserver starts it (its system user, its socket), for
-    suites that take the database away from a running server and give it back."""
+    """Start a stopped cluster again as the embedded server starts it (its system user, its
+    socket), for suites that take the database away from a running server and give it back."""
     import os
 
-    from pgserver import _commands
+    from app.embedded import SYSTEM_USER, pg_command
 
-    pg_ctl = _commands.__dict__["pg_ctl"]  # made at import, one function per binary
-    user = "pgserver" if os.geteuid() == 0 else None
+    pg_ctl = pg_command("pg_ctl")
+    user = SYSTEM_USER if os.geteuid() == 0 else None
     pg_ctl(
         ["-w", "-o", '-h ""', "-o", f"-k {socket_dir}", "-l", str(data_dir / "log"), "start"],
         pgdata=data_dir,

@@ -65,12 +65,11 @@ class PostgresForTests:
             assert choice.image is not None
             container, url = start_container(choice.image)
             return cls(base_url=normalize_url(url), _container=container)
-        from pgserver.postgres_server import get_server
-
+        from app.embedded import postgres_server
         from tests.support.clusters import register
 
         tmp = tempfile.TemporaryDirectory(prefix="wmpg")
-        server = get_server(register(Path(tmp.name) / "pg"), cleanup_mode="delete")
+        server = postgres_server(register(Path(tmp.name) / "pg"), cleanup_mode="delete")
         return cls(base_url=normalize_url(server.get_uri("postgres")), _server=server, _tmp=tmp)
 
     def url(self, database: str) -> str:

@@ -239,8 +239,10 @@ async def test_rls_is_forced_on_every_tenant_table(admin_database: Database) -> 
         [
             *TENANT_TABLES,
             "agent_session_lineage",
+            "api_key_prefixes",
             "archive_actions",
             "auditor_logins",
+            "claimable_archives",
             "context_records",
             "memories",
             "memory_events",
