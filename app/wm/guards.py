@@ -7,6 +7,7 @@ randomness, and never renders the document (that is ``merge``).
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -177,6 +178,7 @@ _NOT_CONSTRAINTS: Final = frozenset(
 )
 
 
+@functools.lru_cache(maxsize=16384)
 def states_constraint(text: str) -> bool:
     """Whether a text holds one of guard C's keywords (whole words, or a CJK one)."""
     return _CONSTRAINT_WORDS.search(text) is not None or any(w in text for w in _CONSTRAINT_CJK)

@@ -6,6 +6,7 @@ an op is accepted; it only says what the items are and when two of them are the 
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from collections.abc import Iterable
@@ -72,6 +73,7 @@ def item_lines(text: str) -> list[str]:
     return found
 
 
+@functools.lru_cache(maxsize=16384)
 def normalise(item: str) -> str:
     """The comparison form of an item (DESIGN 3.7): NFKC, casefold, edges and spaces tidied."""
     text = strip_bullet(unicodedata.normalize("NFKC", item).casefold())
@@ -103,6 +105,7 @@ def fresh_items(existing_body: str, candidates: Iterable[str]) -> list[str]:
     return fresh
 
 
+@functools.lru_cache(maxsize=16384)
 def markers_of(item: str) -> frozenset[Marker]:
     """The markers an item carries: those it starts with, after its bullet marker."""
     text = strip_bullet(item)
@@ -113,6 +116,7 @@ def markers_of(item: str) -> frozenset[Marker]:
     return frozenset(carried)
 
 
+@functools.lru_cache(maxsize=16384)
 def strip_markers(item: str) -> str:
     text = strip_bullet(item)
     while match := _MARKER_PREFIX.match(text):

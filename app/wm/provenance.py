@@ -54,6 +54,7 @@ _MARKED: Final = frozenset(
 )
 
 
+@functools.lru_cache(maxsize=16384)
 def source_key(item: str) -> str:
     """What identifies an item across versions: its text without bullet and markers, normalised
     (``[resolved] X`` is still ``X``, whose sources it keeps)."""
