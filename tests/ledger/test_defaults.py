@@ -80,6 +80,13 @@ async def test_an_agent_session_records_by_default_until_told_otherwise(
         "record_contexts"
     ] is True
 
+    # A fork starts with its parent's setting, and records by default too.
+    forked = await client.post(f"/v1/sessions/{sid}:fork", json={"at_seq": 2}, headers=tenant.write)
+    assert forked.status_code == 201, forked.text
+    assert forked.json()["record_contexts"] is True
+    fork_id = forked.json()["id"]
+    assert (await get_context(client, tenant, fork_id))["context_id"] is not None
+
 
 async def test_a_new_agent_session_records_only_when_asked(
     client: httpx.AsyncClient, tenant: TenantKeys
