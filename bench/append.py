@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib.util
 import json
 import os
 import socket
@@ -76,15 +77,50 @@ def free_port() -> int:
         return port
 
 
-class Server:
-    """``workmem serve`` on a free loopback port, as an operator would run it."""
+SERVERS = ("uvicorn", "granian")
+"""``uvicorn`` is what ``workmem serve`` runs; the others serve ``app.asgi:app`` the same way,
+when installed, to compare HTTP stacks on the real endpoints."""
 
-    def __init__(self, env: dict[str, str], workers: int, log: Path) -> None:
+
+def server_available(name: str) -> bool:
+    if name == "uvicorn":
+        return True
+    return importlib.util.find_spec(name) is not None
+
+
+def server_command(name: str, port: int, workers: int) -> list[str]:
+    if name == "uvicorn":
+        command = [sys.executable, "-m", "app.cli", "serve", "--port", str(port)]
+        return command + (["--workers", str(workers)] if workers > 1 else [])
+    if name == "granian":
+        return [
+            sys.executable,
+            "-m",
+            "granian",
+            "--interface",
+            "asgi",
+            "--loop",
+            "uvloop",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--workers",
+            str(workers),
+            "--no-ws",
+            "app.asgi:app",
+        ]
+    raise ValueError(f"unknown server {name}")
+
+
+class Server:
+    """``workmem serve`` (or another ASGI server on ``app.asgi:app``) on a free loopback port,
+    as an operator would run it."""
+
+    def __init__(self, env: dict[str, str], workers: int, log: Path, name: str = "uvicorn") -> None:
         self.port = free_port()
         self.log = log.open("w")
-        command = [sys.executable, "-m", "app.cli", "serve", "--port", str(self.port)]
-        if workers > 1:
-            command += ["--workers", str(workers)]
+        command = server_command(name, self.port, workers)
         self.process = subprocess.Popen(command, env=env, stdout=self.log, stderr=self.log)
         self.url = f"http://127.0.0.1:{self.port}"
         deadline = time.monotonic() + 60
@@ -103,7 +139,14 @@ class Server:
 
 
 def load(
-    url: str, key: str, *, clients: int, requests: int, batch: int = 1, ceiling: bool = False
+    url: str,
+    key: str,
+    *,
+    clients: int,
+    requests: int,
+    batch: int = 1,
+    ceiling: bool = False,
+    processes: int = 1,
 ) -> dict[str, Any]:
     output = subprocess.run(
         [
@@ -120,6 +163,8 @@ def load(
             str(requests),
             "--batch",
             str(batch),
+            "--processes",
+            str(processes),
             *(["--ceiling"] if ceiling else []),
         ],
         check=True,
@@ -130,9 +175,45 @@ def load(
     return result
 
 
+def measure(
+    server: Server, key: str, per_client: int, raw_1: float, raw_8: float
+) -> dict[str, Any]:
+    """One server shape: its HTTP ceiling (from one load process and from two, so that the load
+    generator is seen not to be the bound), single appends from 8 clients and 1, batches."""
+    try:
+        ceiling_1 = load(server.url, key, clients=8, requests=per_client, ceiling=True)
+        ceiling_2 = load(server.url, key, clients=8, requests=per_client, ceiling=True, processes=2)
+        eight = load(server.url, key, clients=8, requests=per_client)
+        eight_2 = load(server.url, key, clients=8, requests=per_client, processes=2)
+        one = load(server.url, key, clients=1, requests=per_client * 2)
+        batched = load(server.url, key, clients=1, requests=max(10, per_client // 10), batch=100)
+    finally:
+        server.stop()
+    ceiling = max(ceiling_1["requests_per_s"], ceiling_2["requests_per_s"])
+    appends = max(eight["messages_per_s"], eight_2["messages_per_s"])
+    return {
+        "http_ceiling_8_clients": ceiling_1,
+        "http_ceiling_8_clients_2_processes": ceiling_2,
+        "single_8_clients": eight,
+        "single_8_clients_2_processes": eight_2,
+        "single_1_client": one,
+        "batch_100": batched,
+        "ratio_8_clients_to_raw_8_threads": round(appends / raw_8, 3),
+        "ratio_8_clients_to_http_ceiling": round(appends / ceiling, 3),
+        "ratio_1_client_to_raw_1_thread": round(one["messages_per_s"] / raw_1, 3),
+        "p99_over_p50_8_clients": round(eight["p99_ms"] / eight["p50_ms"], 2),
+        "ratio_batch_to_single_8": round(batched["messages_per_s"] / appends, 2),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="fewer requests, one server shape")
+    parser.add_argument(
+        "--servers",
+        default=",".join(SERVERS),
+        help="comma-separated ASGI servers to measure (those not installed are skipped)",
+    )
     args = parser.parse_args()
     per_client = 100 if args.quick else 250
     postgres = PostgresForTests.start()
@@ -152,44 +233,21 @@ def main() -> None:
         shapes = (
             [(1, True), (2, True)] if args.quick else [(1, False), (1, True), (2, False), (2, True)]
         )
+        servers = [name for name in args.servers.split(",") if server_available(name)]
+        report["servers"] = servers
         runs: list[dict[str, Any]] = []
-        for workers, group_commit in shapes:
-            env = {
-                **{k: v for k, v in os.environ.items() if not k.startswith("WORKMEM_")},
-                "DATABASE_URL": urls.app,
-                "WORKMEM_WORKER_ENABLED": "false",
-                "WORKMEM_GROUP_COMMIT": "true" if group_commit else "false",
-                "WORKMEM_LOG_LEVEL": "INFO",
-            }
-            server = Server(env, workers, workdir / f"serve-{workers}-{group_commit}.log")
-            try:
-                http_ceiling = load(server.url, key, clients=8, requests=per_client, ceiling=True)
-                eight = load(server.url, key, clients=8, requests=per_client)
-                one = load(server.url, key, clients=1, requests=per_client * 2)
-                batched = load(
-                    server.url, key, clients=1, requests=max(10, per_client // 10), batch=100
-                )
-            finally:
-                server.stop()
-            runs.append(
-                {
-                    "workers": workers,
-                    "group_commit": group_commit,
-                    "http_ceiling_8_clients": http_ceiling,
-                    "single_8_clients": eight,
-                    "single_1_client": one,
-                    "batch_100": batched,
-                    "ratio_8_clients_to_raw_8_threads": round(eight["messages_per_s"] / raw_8, 3),
-                    "ratio_8_clients_to_http_ceiling": round(
-                        eight["messages_per_s"] / http_ceiling["requests_per_s"], 3
-                    ),
-                    "ratio_1_client_to_raw_1_thread": round(one["messages_per_s"] / raw_1, 3),
-                    "p99_over_p50_8_clients": round(eight["p99_ms"] / eight["p50_ms"], 2),
-                    "ratio_batch_to_single_8": round(
-                        batched["messages_per_s"] / eight["messages_per_s"], 2
-                    ),
+        for name in servers:
+            for workers, group_commit in shapes:
+                env = {
+                    **{k: v for k, v in os.environ.items() if not k.startswith("WORKMEM_")},
+                    "DATABASE_URL": urls.app,
+                    "WORKMEM_WORKER_ENABLED": "false",
+                    "WORKMEM_GROUP_COMMIT": "true" if group_commit else "false",
+                    "WORKMEM_LOG_LEVEL": "INFO",
                 }
-            )
+                log = workdir / f"{name}-{workers}-{group_commit}.log"
+                runs.append(measure(Server(env, workers, log, name), key, per_client, raw_1, raw_8))
+                runs[-1].update(server=name, workers=workers, group_commit=group_commit)
         report["runs"] = runs
         report["fsync_per_s_after"] = round(fsync_probe(data_dir), 1)
         report["targets"] = {

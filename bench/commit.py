@@ -5,8 +5,12 @@ Prints JSON: the median latency of ``POST …/commit`` (wait=false) in process f
 the same run's raw primary-key select and the ratio; then, from a separate client against
 ``workmem serve`` (its in-process worker running, as deployed), the median of a waiting commit
 and of a phase-1-only commit at each size in the same run, against the figures OpenViking 0.5.2
-measured for its whole commit (target: at most 0.1 of them). The live messages are an airline
-agent's real session (τ-bench runs back to back) when the datasets are present, else generated.
+measured for its whole commit (target: at most 0.1 of them), and the same server's raw primary-key
+select as the Postgres baseline. It runs on two kinds of live messages: an airline agent's real
+sessions (τ-bench runs back to back: the lighter text) and coding dialogue (SWE-agent
+trajectories full of paths, tracebacks and ids), or generated text when the datasets are absent;
+a pass over a dataset after the first has its numbers shifted, so no two messages are the same.
+``stages`` times each stage of the offline generation in process on the same messages.
 """
 
 from __future__ import annotations
@@ -16,24 +20,29 @@ import asyncio
 import json
 import os
 import statistics
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
-from itertools import cycle, islice
 from pathlib import Path
 from typing import Any, Final
 
 import httpx
 import psycopg
 
-from app.replay.datasets import DatasetMissing, tau_airline
 from bench.append import Server
+from bench.commit_stages import dialogue, first_live, generation_stages
 from bench.support import Bench, bench_app, operator_key
 from tests.support.postgres import PostgresForTests
 
 WAIT_SIZES: Final = (100, 1_000, 5_000)
-OPENVIKING_COMMIT_MS: Final = {100: 921.0, 1_000: 583.0, 5_000: 3_083.0}
-"""OpenViking 0.5.2's whole commit (instant stub model), measured in one window on this machine."""
+OPENVIKING_COMMIT_MS: Final[dict[str, dict[int, float]]] = {
+    "airline": {100: 921.0, 1_000: 583.0, 5_000: 3_083.0},
+    "coding": {1_000: 712.0, 5_000: 2_278.0},
+}
+"""OpenViking 0.5.2's whole commit (instant stub model), measured in one window on this machine
+per kind of dialogue (not measured on coding dialogue at 100 live messages)."""
+DIALOGUES: Final = ("airline", "coding")
 TARGET_SHARE: Final = 0.1
 
 ROUNDS = 15
@@ -92,29 +101,11 @@ def raw_select_latency(plain_url: str) -> float:
     return samples[len(samples) // 2]
 
 
-def live_messages() -> tuple[str, Iterator[dict[str, Any]]]:
-    """Real messages to append, endlessly: τ-bench runs back to back, or generated ones."""
-    try:
-        runs = tau_airline()
-    except DatasetMissing:
-        generated = (
-            {"role": "user" if n % 2 == 0 else "assistant",
-             "content": f"Message {n}: rebook flight HAT{n % 300:03d} for user_{n % 97}."}
-            for n in range(10**9)
-        )  # fmt: skip
-        return "generated", generated
-    messages = [m for run in runs for m in run.messages if m.get("role") != "system"]
-    return "tau-bench airline runs", cycle(messages)
-
-
 def prepared(http: httpx.Client, source: Iterator[dict[str, Any]], live: int) -> str:
     created = http.post("/v1/sessions", json={})
     created.raise_for_status()
     agent_session_id: str = created.json()["id"]
-    batch = list(islice(source, live))
-    # A session starts with its customer; a tool result never opens one.
-    while batch and batch[0]["role"] == "tool":
-        batch = [*batch[1:], next(source)]
+    batch = first_live(source, live)
     for start in range(0, live, 500):
         response = http.post(
             f"/v1/sessions/{agent_session_id}/messages:batch",
@@ -147,7 +138,7 @@ def idle(http: httpx.Client, agent_session_id: str) -> None:
     raise RuntimeError("the background worker did not process the archive")
 
 
-def wait_commit_latencies(rounds: int) -> dict[str, Any]:
+def wait_commit_latencies(rounds: int, name: str) -> dict[str, Any]:
     postgres = PostgresForTests.start()
     try:
         urls = postgres.create_app_database("wmbenchwait")
@@ -155,12 +146,14 @@ def wait_commit_latencies(rounds: int) -> dict[str, Any]:
         env = {
             **{k: v for k, v in os.environ.items() if not k.startswith("WORKMEM_")},
             "DATABASE_URL": urls.app,
+            # The archive jobs a waiting commit runs work across tenants: the service key.
+            "WORKMEM_SERVICE_KEY": os.environ["WORKMEM_SERVICE_KEY"],
             "WORKMEM_LOG_LEVEL": "WARNING",
         }
         with tempfile.TemporaryDirectory(prefix="wmbench-commit-") as tmp:
             server = Server(env, 1, Path(tmp) / "serve.log")
             try:
-                label, source = live_messages()
+                label, source = dialogue(name)
                 waited: dict[int, list[float]] = {size: [] for size in WAIT_SIZES}
                 phase1: dict[int, list[float]] = {size: [] for size in WAIT_SIZES}
                 headers = {"Authorization": f"Bearer {key}"}
@@ -176,18 +169,32 @@ def wait_commit_latencies(rounds: int) -> dict[str, Any]:
                             phase1[size].append(timed_commit(http, accepted, wait=False))
                             # The background worker processes it now; measure on an idle server.
                             idle(http, accepted)
+            except httpx.HTTPStatusError:
+                log = (Path(tmp) / "serve.log").read_text(errors="replace")
+                print(log[-4000:], file=sys.stderr)  # the server's reason, before it is gone
+                raise
             finally:
                 server.stop()
+        plain = urls.admin.replace("postgresql+psycopg://", "postgresql://")
+        raw_ms = raw_select_latency(plain) * 1000
     finally:
         postgres.stop()
-    result: dict[str, Any] = {"live_messages": label, "rounds": rounds, "sizes": {}}
+    result: dict[str, Any] = {
+        "live_messages": label,
+        "rounds": rounds,
+        "raw_select_commit_ms": round(raw_ms, 3),
+        "sizes": {},
+    }
     for size in WAIT_SIZES:
         wait_ms = statistics.median(waited[size])
+        openviking = OPENVIKING_COMMIT_MS[name].get(size)
         result["sizes"][str(size)] = {
             "wait_commit_ms": round(wait_ms, 1),
+            "spread_ms": [round(min(waited[size]), 1), round(max(waited[size]), 1)],
             "phase1_commit_ms": round(statistics.median(phase1[size]), 1),
-            "openviking_commit_ms": OPENVIKING_COMMIT_MS[size],
-            "share_of_openviking": round(wait_ms / OPENVIKING_COMMIT_MS[size], 3),
+            "wait_to_raw_select": round(wait_ms / raw_ms, 1),
+            "openviking_commit_ms": openviking,
+            "share_of_openviking": None if openviking is None else round(wait_ms / openviking, 3),
         }
     result["target_share_of_openviking"] = f"<= {TARGET_SHARE}"
     return result
@@ -209,13 +216,21 @@ async def phase1_o1() -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--rounds", type=int, default=7, help="waiting commits per size")
-    parser.add_argument("--only", choices=("phase1", "wait"), default=None)
+    parser.add_argument("--only", choices=("phase1", "wait", "stages"), default=None)
+    parser.add_argument(
+        "--dialogue", choices=DIALOGUES, action="append", help="default: both, one after another"
+    )
     args = parser.parse_args()
+    names = tuple(args.dialogue or DIALOGUES)
     report: dict[str, Any] = {}
     if args.only in (None, "phase1"):
         report["phase1"] = asyncio.run(phase1_o1())
     if args.only in (None, "wait"):
-        report["wait"] = wait_commit_latencies(args.rounds)
+        report["wait"] = {name: wait_commit_latencies(args.rounds, name) for name in names}
+    if args.only in (None, "stages"):
+        report["stages"] = {
+            name: generation_stages(name, WAIT_SIZES, max(1, args.rounds // 2)) for name in names
+        }
     print(json.dumps(report, indent=2))
 
 

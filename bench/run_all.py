@@ -60,13 +60,29 @@ def append_rows(data: dict[str, Any]) -> list[Row]:
     raw8 = data["raw_insert_commit_per_s"]["8_threads"]
     rows = []
     for run in data["runs"]:
-        shape = f"{run['workers']} worker(s), group commit {'on' if run['group_commit'] else 'off'}"
-        eight = run["single_8_clients"]["messages_per_s"]
+        shape = (
+            f"{run.get('server', 'uvicorn')}, {run['workers']} worker(s), "
+            f"group commit {'on' if run['group_commit'] else 'off'}"
+        )
         ratio = run["ratio_8_clients_to_raw_8_threads"]
+        eight = max(
+            run[name]["messages_per_s"]
+            for name in ("single_8_clients", "single_8_clients_2_processes")
+            if name in run
+        )
+        ceilings = [run["http_ceiling_8_clients"]["requests_per_s"]]
+        if "http_ceiling_8_clients_2_processes" in run:
+            ceilings.append(run["http_ceiling_8_clients_2_processes"]["requests_per_s"])
+        to_ceiling = run["ratio_8_clients_to_http_ceiling"]
         rows.append(
             _ratio_row("append", f"POST …/messages, 8 clients, msg/s ({shape})", eight,
                        "raw INSERT+COMMIT at 8 threads, rows/s", raw8, ratio,
                        ">= 0.5 (stretch >= 1)", ratio >= 0.5)
+        )  # fmt: skip
+        rows.append(
+            _ratio_row("append", f"POST …/messages, 8 clients, msg/s ({shape})", eight,
+                       "GET /healthz ceiling, same server, req/s", max(ceilings), to_ceiling,
+                       ">= 0.8", to_ceiling >= 0.8)
         )  # fmt: skip
         batch = run["ratio_batch_to_single_8"]
         rows.append(
@@ -77,6 +93,47 @@ def append_rows(data: dict[str, Any]) -> list[Row]:
     return rows
 
 
+def _wait_rows(name: str, run: dict[str, Any], size: str, figures: dict[str, Any]) -> list[Row]:
+    label = f"wait: true commit keeping 10, {size} live {name} messages, ms"
+    share = figures["share_of_openviking"]
+    if share is None:
+        first = Row(
+            "commit",
+            label,
+            figures["wait_commit_ms"],
+            f"raw select+commit, ms = {run['raw_select_commit_ms']}",
+            figures["wait_to_raw_select"],
+            "",
+            None,
+        )
+    else:
+        first = _ratio_row(
+            "commit",
+            label,
+            figures["wait_commit_ms"],
+            "OpenViking 0.5.2 commit, ms",
+            figures["openviking_commit_ms"],
+            share,
+            "<= 0.1",
+            share <= 0.1,
+        )
+    return [
+        first,
+        Row("commit", f"  of which phase 1 (same run, wait: false), {size} live, ms",
+            figures["phase1_commit_ms"], f"raw select+commit, ms = {run['raw_select_commit_ms']}",
+            None, "", None),
+    ]  # fmt: skip
+
+
+def _stage_row(name: str, size: str, stages: dict[str, Any]) -> Row:
+    parts = ", ".join(
+        f"{key.removesuffix('_ms')} {value}" for key, value in stages.items()
+        if key.endswith("_ms") and key != "generation_ms"
+    )  # fmt: skip
+    return Row("commit", f"  generation stages, {size} live {name} messages, ms ({parts})",
+               stages["generation_ms"], "", None, "", None)  # fmt: skip
+
+
 def commit_rows(data: dict[str, Any]) -> list[Row]:
     phase1 = data["phase1"]
     rows = [
@@ -85,17 +142,12 @@ def commit_rows(data: dict[str, Any]) -> list[Row]:
                    phase1["commit_10_live_ms"], phase1["ratio_10000_to_10"], "<= 1.5",
                    phase1["ratio_10000_to_10"] <= 1.5)
     ]  # fmt: skip
-    for size, figures in data["wait"]["sizes"].items():
-        share = figures["share_of_openviking"]
-        rows.append(
-            _ratio_row("commit", f"wait: true commit keeping 10, {size} live messages, ms",
-                       figures["wait_commit_ms"], "OpenViking 0.5.2 commit, ms",
-                       figures["openviking_commit_ms"], share, "<= 0.1", share <= 0.1)
-        )  # fmt: skip
-        rows.append(
-            Row("commit", f"  of which phase 1 (same run, wait: false), {size} live, ms",
-                figures["phase1_commit_ms"], "", None, "", None)
-        )  # fmt: skip
+    for name, run in data["wait"].items():
+        for size, figures in run["sizes"].items():
+            rows += _wait_rows(name, run, size, figures)
+    for name, run in data["stages"].items():
+        for size, stages in run["sizes"].items():
+            rows.append(_stage_row(name, size, stages))
     return rows
 
 
@@ -288,9 +340,9 @@ class Benchmark:
 BENCHMARKS = (
     Benchmark("merge", ["bench/merge.py"], merge_rows, 300),
     Benchmark("context", ["-m", "bench.context"], context_rows, 900),
-    Benchmark("commit", ["-m", "bench.commit"], commit_rows, 900),
+    Benchmark("commit", ["-m", "bench.commit"], commit_rows, 1800),
     Benchmark("fork", ["-m", "bench.fork"], fork_rows, 900),
-    Benchmark("append", ["-m", "bench.append", "--quick"], append_rows, 900),
+    Benchmark("append", ["-m", "bench.append", "--quick"], append_rows, 1800),
     Benchmark("import_openviking", ["-m", "bench.import_openviking"], import_rows, 900),
     Benchmark("bundle", ["-m", "bench.bundle"], bundle_rows, 1200),
     Benchmark("ui", ["-m", "bench.ui"], ui_rows, 900),

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from bench.run_all import context_rows, filtered_search_rows, memories_rows
+import pytest
+
+from bench.run_all import commit_rows, context_rows, filtered_search_rows, memories_rows
 
 LARGE = {"service_p50_ms": 4.4, "raw_hnsw_p50_ms": 2.3, "ratio_p50": 1.9}
 SEARCH: dict[str, object] = {
@@ -69,6 +71,60 @@ def test_filtered_search_rows_hold_each_case_to_its_two_targets() -> None:
         ("  recall@10, category", None, False),
     ]
     assert rows[1].baseline == "index scan alone = 0.1"
+
+
+PHASE1 = {"commit_10_live_ms": 10.0, "commit_10000_live_ms": 12.0, "ratio_10000_to_10": 1.2}
+
+
+def _commit(share: float | None, openviking: float | None) -> dict[str, object]:
+    figures = {
+        "wait_commit_ms": 70.0,
+        "phase1_commit_ms": 14.0,
+        "wait_to_raw_select": 350.0,
+        "openviking_commit_ms": openviking,
+        "share_of_openviking": share,
+    }
+    stages = {
+        "generation_ms": 50.0,
+        "batching_ms": 1.0,
+        "extractor_rules_ms": 30.0,
+        "merge_guards_provenance_ms": 15.0,
+        "other_ms": 4.0,
+        "memory_extraction_ms": 12.0,
+        "batches": 3,
+    }
+    return {
+        "phase1": PHASE1,
+        "wait": {"coding": {"raw_select_commit_ms": 0.2, "sizes": {"1000": figures}}},
+        "stages": {"coding": {"sizes": {"1000": stages}}},
+    }
+
+
+@pytest.mark.parametrize(("share", "passed"), [(0.099, True), (0.1, True), (0.101, False)])
+def test_a_waiting_commit_passes_at_a_tenth_of_openviking(share: float, passed: bool) -> None:
+    rows = commit_rows(_commit(share, 700.0))
+    wait = rows[1]
+    assert (wait.figure, wait.value, wait.ratio, wait.passed) == (
+        "wait: true commit keeping 10, 1000 live coding messages, ms",
+        70.0,
+        share,
+        passed,
+    )
+    assert rows[2].baseline == "raw select+commit, ms = 0.2"
+
+
+def test_a_size_openviking_was_not_measured_at_is_reported_against_raw_postgres() -> None:
+    wait = commit_rows(_commit(None, None))[1]
+    assert (wait.ratio, wait.target, wait.passed) == (350.0, "", None)
+
+
+def test_each_generation_stage_has_its_time() -> None:
+    stage = commit_rows(_commit(0.1, 700.0))[-1]
+    assert stage.value == 50.0
+    assert stage.figure == (
+        "  generation stages, 1000 live coding messages, ms (batching 1.0, extractor_rules 30.0,"
+        " merge_guards_provenance 15.0, other 4.0, memory_extraction 12.0)"
+    )
 
 
 def test_the_context_rows_carry_the_recorded_context_when_measured() -> None:

@@ -150,3 +150,24 @@ async def insert_rows(
     )
     result = await db.execute(statement, {"tenant": str(tenant_id), "rows": json.dumps(rows)})
     return int(result.rowcount)  # type: ignore[attr-defined]
+
+
+async def queue_unfinished(
+    db: AsyncSession, tenant_id: uuid.UUID, agent_session_ids: Sequence[uuid.UUID]
+) -> int:
+    """The claim's queue rows of the imported agent sessions that hold a pending or running
+    archive (``claimable_archives``, which a bundle does not carry): their archives then run in
+    the target as they would have in the source. Answers how many were queued."""
+    if not agent_session_ids:
+        return 0
+    result = await db.execute(
+        text(
+            "INSERT INTO claimable_archives (tenant_id, agent_session_id, available_at) "
+            "SELECT tenant_id, agent_session_id, now() FROM archives "
+            "WHERE tenant_id = :tenant_id AND agent_session_id = ANY(:ids) "
+            "AND status IN ('pending', 'running') GROUP BY tenant_id, agent_session_id "
+            "ON CONFLICT DO NOTHING"
+        ).bindparams(bindparam("ids", type_=ARRAY(UUID(as_uuid=True)))),
+        {"tenant_id": tenant_id, "ids": list(agent_session_ids)},
+    )
+    return int(result.rowcount)  # type: ignore[attr-defined]

@@ -180,6 +180,7 @@ async def import_bundle(
                 inserted += await repository.insert_rows(db, table, columns, tenant_id, chunk)
                 listener.advance(len(chunk))
             report.inserted[table.name] = inserted
+        await repository.queue_unfinished(db, tenant_id, [uuid.UUID(each) for each in new])
     return report
 
 

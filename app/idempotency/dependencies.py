@@ -9,22 +9,31 @@ from fastapi import Depends, Header, Request
 
 from app.idempotency.keys import MAX_LENGTH, PATTERN, RequestKey, canonical_json, fingerprint
 from app.tenancy.auth import Writer
+from app.tenancy.principal import Principal
+
+IdempotencyKeyHeader = Annotated[
+    str | None,
+    Header(
+        alias="Idempotency-Key",
+        min_length=1,
+        max_length=MAX_LENGTH,
+        pattern=PATTERN,
+        description="retry safely: a request sent again with the same key (within 24 h) "
+        "gets the first answer, byte for byte, and stores nothing twice",
+    ),
+]
+"""The header itself, for a route that reads it as its own parameter (the append routes do:
+one dependency fewer to resolve per request on the hottest path)."""
 
 
 async def get_request_key(
-    request: Request,
-    principal: Writer,
-    idempotency_key: Annotated[
-        str | None,
-        Header(
-            alias="Idempotency-Key",
-            min_length=1,
-            max_length=MAX_LENGTH,
-            pattern=PATTERN,
-            description="retry safely: a request sent again with the same key (within 24 h) "
-            "gets the first answer, byte for byte, and stores nothing twice",
-        ),
-    ] = None,
+    request: Request, principal: Writer, idempotency_key: IdempotencyKeyHeader = None
+) -> RequestKey | None:
+    return await request_key_of(request, principal, idempotency_key)
+
+
+async def request_key_of(
+    request: Request, principal: Principal, idempotency_key: str | None
 ) -> RequestKey | None:
     """The write's idempotency key and its request's fingerprint. The body is the route's,
     already parsed; it is compared as JSON (keys sorted, no spacing), so a retry serialised

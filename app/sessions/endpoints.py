@@ -6,17 +6,15 @@ import uuid
 from collections.abc import Callable
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Response, status
+from fastapi import APIRouter, Query, Request, Response, status
 from pydantic import AfterValidator, BaseModel
 
 from app.config import Settings
 from app.deps import DatabaseDep, SettingsDep
-from app.idempotency.dependencies import RequestKeyDep
-from app.idempotency.keys import RequestKey
+from app.idempotency.dependencies import IdempotencyKeyHeader, request_key_of
 from app.idempotency.responses import JSON, answered
 from app.idempotency.service import Answer
-from app.sessions.appending import AppendFlow
-from app.sessions.dependencies import AppendFlowDep
+from app.sessions.dependencies import APPEND_FLOW
 from app.sessions.group_commit import Keyed
 from app.sessions.presenter import agent_session_read
 from app.sessions.retraction import RetractionService
@@ -137,10 +135,14 @@ async def _append(
     agent_session_id: uuid.UUID,
     messages: list[MessageCreate],
     principal: Writer,
-    flow: AppendFlow,
-    request_key: RequestKey | None,
+    request: Request,
+    idempotency_key: str | None,
     render: Callable[[AppendOutcome], bytes],
 ) -> Response:
+    # The append routes read their flow and key here rather than as dependencies: resolving a
+    # dependency costs FastAPI more than what these do, and this is the hottest path.
+    flow = APPEND_FLOW.get(request.app)
+    request_key = await request_key_of(request, principal, idempotency_key)
     keyed = None if request_key is None else Keyed(request_key, render)
     settled = await flow.append(principal, agent_session_id, messages, keyed)
     if isinstance(settled, Answer):
@@ -165,8 +167,8 @@ async def append_message(
     agent_session_id: uuid.UUID,
     body: MessageCreate,
     principal: Writer,
-    flow: AppendFlowDep,
-    request_key: RequestKeyDep,
+    request: Request,
+    idempotency_key: IdempotencyKeyHeader = None,
 ) -> Response:
     def render(outcome: AppendOutcome) -> bytes:
         return rendered(
@@ -179,7 +181,7 @@ async def append_message(
             )
         )
 
-    return await _append(agent_session_id, [body], principal, flow, request_key, render)
+    return await _append(agent_session_id, [body], principal, request, idempotency_key, render)
 
 
 @router.post(
@@ -192,8 +194,8 @@ async def append_messages(
     agent_session_id: uuid.UUID,
     body: MessageBatchCreate,
     principal: Writer,
-    flow: AppendFlowDep,
-    request_key: RequestKeyDep,
+    request: Request,
+    idempotency_key: IdempotencyKeyHeader = None,
 ) -> Response:
     def render(outcome: AppendOutcome) -> bytes:
         return rendered(
@@ -207,7 +209,9 @@ async def append_messages(
             )
         )
 
-    return await _append(agent_session_id, body.messages, principal, flow, request_key, render)
+    return await _append(
+        agent_session_id, body.messages, principal, request, idempotency_key, render
+    )
 
 
 @router.get("/{agent_session_id}/messages", responses=problems(404, 422))

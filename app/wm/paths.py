@@ -6,6 +6,7 @@ paths. Never decides an op; guard D compares the sets this module returns.
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Final
 from urllib.parse import urlsplit
@@ -40,6 +41,12 @@ _TRAILING = ".,;:!?/"
 
 def find_paths(text: str) -> list[str]:
     """Path-like strings of a text, normalised, in order of first appearance, without repeats."""
+    return list(_paths_of(text))
+
+
+@functools.lru_cache(maxsize=8192)
+def _paths_of(text: str) -> tuple[str, ...]:
+    """Found once per text, however many rules look for paths in it."""
     found: dict[str, int] = {}
 
     def add(position: int, raw: str) -> None:
@@ -59,7 +66,7 @@ def find_paths(text: str) -> list[str]:
         scan(_url_path(url.group(0)), url.start())
         cursor = url.end()
     scan(text[cursor:], cursor)
-    return sorted(found, key=lambda path: found[path])
+    return tuple(sorted(found, key=lambda path: found[path]))
 
 
 def _url_path(url: str) -> str:

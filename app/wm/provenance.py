@@ -9,6 +9,7 @@ constraint is marked ``[unsourced]``. Pure; never loads messages and never appli
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -255,7 +256,13 @@ _SENTENCE_END: Final = re.compile(r"(?<=[.!?;。！？；])\s*|\n+")
 
 
 def _sentences(texts: Sequence[str]) -> list[str]:
-    return [part for text in texts for part in _SENTENCE_END.split(text) if part.strip()]
+    return [part for text in texts for part in _sentences_of(text)]
+
+
+@functools.lru_cache(maxsize=4096)
+def _sentences_of(text: str) -> tuple[str, ...]:
+    """A cited text's sentences, split once however many items cite it."""
+    return tuple(part for part in _SENTENCE_END.split(text) if part.strip())
 
 
 def _verdict(

@@ -85,6 +85,7 @@ _POSITIVE: Final = re.compile(
 )
 
 
+@functools.lru_cache(maxsize=16384)
 def polarity(text: str) -> Polarity:
     """-1 for a prohibition, 1 for a requirement, 0 for neither."""
     if _NEGATIVE.search(text):

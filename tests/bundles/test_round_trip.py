@@ -232,3 +232,49 @@ async def test_an_unknown_scope_is_a_missing_object(
     with pytest.raises(NotFound):
         await export_bundle(database, chosen, tmp_path / "x.tar.zst", Quiet())
     assert not (tmp_path / "x.tar.zst").exists()
+
+
+async def test_an_archive_pending_at_export_is_claimable_after_import(
+    client: httpx.AsyncClient,
+    database: Database,
+    admin_database: Database,
+    settings: Settings,
+    tmp_path: Path,
+) -> None:
+    from app.archives import queue
+
+    source = await make_tenant(database, "bundle pending")
+    sid = (await ok(await client.post("/v1/sessions", json={}, headers=source.write), 201))["id"]
+    await ok(
+        await client.post(
+            f"/v1/sessions/{sid}/messages:batch",
+            json={"messages": [{"role": "user", "content": f"step {n}"} for n in range(4)]},
+            headers=source.write,
+        ),
+        201,
+    )
+    await ok(
+        await client.post(
+            f"/v1/sessions/{sid}/commit", json={"keep_recent_count": 1}, headers=source.write
+        ),
+        202,
+    )
+    # Exported while its archive is still to be generated (whatever a worker did meanwhile).
+    async with admin_database.unscoped() as db:
+        await db.execute(
+            text(
+                "UPDATE archives SET status = 'pending', attempt = 0, lease_until = NULL,"
+                " finished_at = NULL WHERE tenant_id = :t"
+            ),
+            {"t": source.tenant_id},
+        )
+    bundle = tmp_path / "pending.tar.zst"
+    await export_bundle(database, Scope(source.tenant_id), bundle, Quiet())
+    target = await make_tenant(database, "bundle pending target")
+    await import_into(database, settings, bundle, target.tenant_id)
+    async with database.unscoped() as db:
+        claim = await queue.claim_next(
+            db, lease_s=60, tenant_id=target.tenant_id, agent_session_id=uuid.UUID(sid)
+        )
+    assert claim is not None
+    assert (claim.tenant_id, claim.archive_seq) == (target.tenant_id, 1)

@@ -9,6 +9,7 @@ output; never a line of code) and how a correction is written: what replaced wha
 from __future__ import annotations
 
 import re
+from typing import Final
 
 from app.wm.extractor.arguments import append_op, keep_op
 from app.wm.extractor.config import ExtractorConfig
@@ -63,7 +64,17 @@ def _correction_item(
     )
 
 
+_ANY_TOOL_ERROR: Final = re.compile(r"Error|Exception|fatal|fail|traceback", re.IGNORECASE)
+"""A word every error line of tool output holds: a text without one has none, and its lines are
+never read one by one (most tool output reports no error)."""
+
+
 def _error_lines(text: str, *, tool_output: bool) -> list[str]:
+    if tool_output:
+        if _ANY_TOOL_ERROR.search(text) is None:
+            return []
+    elif "Error" not in text and "Exception" not in text:
+        return []
     lines: list[str] = []
     for line in text.splitlines():
         stripped = LEADING_MARKUP.sub("", line.strip())
