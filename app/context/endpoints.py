@@ -107,10 +107,11 @@ async def context_clearing(
 
 ContextClearing = Annotated[Clearing | None, Depends(context_clearing)]
 Record = Annotated[
-    bool,
+    bool | None,
     Query(
         description="record what this context was made of in the context ledger (one row, no "
-        "copy of any text); the answer's context_id names it (see docs/context.md)"
+        "copy of any text); the answer's context_id names it (see docs/context.md). Left out: "
+        "as the agent session's record_contexts says"
     ),
 ]
 Fill = Annotated[
@@ -148,7 +149,7 @@ async def get_context(
     ] = None,
     fill: Fill = DEFAULT_FILL,
     clearing: ContextClearing = None,
-    record: Record = False,
+    record: Record = None,
 ) -> ContextRead:
     request = None
     if recall is not None:
@@ -162,10 +163,7 @@ async def get_context(
         context = await ContextService(db, principal).assemble(
             agent_session_id, budget, request, fill=fill, clearing=clearing
         )
-        context_id = None
-        if record:
-            row = await LedgerService(db, principal).record(context, source="context")
-            context_id = row.context_id
+        context_id = await LedgerService(db, principal).record_if(context, record, source="context")
     return context_read(context, context_id)
 
 
@@ -180,7 +178,7 @@ async def compact(
     wait_timeout_s: Annotated[float | None, Query(gt=0, le=600)] = None,
     fill: Fill = DEFAULT_FILL,
     clearing: ContextClearing = None,
-    record: Record = False,
+    record: Record = None,
 ) -> CompactRead:
     """Commit every live message (``keep_recent_count`` 0), wait for the working memory, then
     answer with the context. A wait that times out still answers: the archive's raw messages are
@@ -203,8 +201,5 @@ async def compact(
         context = await ContextService(db, principal).assemble(
             agent_session_id, budget, fill=fill, clearing=clearing
         )
-        context_id = None
-        if record:
-            row = await LedgerService(db, principal).record(context, source="compact")
-            context_id = row.context_id
+        context_id = await LedgerService(db, principal).record_if(context, record, source="compact")
     return CompactRead(**dict(context_read(context, context_id)), commit=commit)

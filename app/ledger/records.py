@@ -18,6 +18,12 @@ SOURCES: Final = ("context", "compact", "openviking")
 """Which request assembled a recorded context: the v1 context, compact, or the OpenViking one."""
 
 
+def records_context(asked: bool | None, *, session_default: bool) -> bool:
+    """Whether a context is recorded: as the request says (``record=true`` or ``false``), else
+    as its agent session's ``record_contexts`` says (false unless set)."""
+    return session_default if asked is None else asked
+
+
 def seq_ranges(seqs: Iterable[int]) -> list[list[int]]:
     """Ascending seqs as inclusive ``[start, end]`` runs: ``1, 2, 3, 7`` is ``[[1, 3], [7, 7]]``."""
     ranges: list[list[int]] = []

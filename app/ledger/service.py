@@ -33,6 +33,7 @@ from app.ledger.records import (
     Unavailable,
     expand_ranges,
     messages_sha256,
+    records_context,
     text_sha256,
 )
 from app.ledger.repository import ContextRecordRepository
@@ -66,6 +67,15 @@ class LedgerService:
         return await self.records.insert(
             ledger_entry(context, source=source), recorded_by=self.principal.api_key_id
         )
+
+    async def record_if(
+        self, context: AssembledContext, asked: bool | None, *, source: str
+    ) -> uuid.UUID | None:
+        """The ledger row's id when the request (``asked``) or, when it does not say, the agent
+        session's default records the context; ``None`` when it is not recorded."""
+        if not records_context(asked, session_default=context.agent_session.record_contexts):
+            return None
+        return (await self.record(context, source=source)).context_id
 
     async def page(
         self, agent_session_id: uuid.UUID, *, cursor: str | None, limit: int

@@ -12,6 +12,7 @@ from typing import Any
 
 from sqlalchemy import (
     BigInteger,
+    Boolean,
     CheckConstraint,
     Computed,
     ForeignKey,
@@ -89,6 +90,8 @@ class AgentSession(Base):
     """JSON bytes of the messages and their metadata, kept by the append (stored-bytes quota)."""
     memory_policy: Mapped[dict[str, Any] | None]
     """The agent session's own memory policy (the fields set); ``None``: none set."""
+    record_contexts: Mapped[bool] = mapped_column(Boolean, server_default=text("false"))
+    """Record every context in the ledger unless the request says ``record=false``."""
     parent_session_id: Mapped[uuid.UUID | None] = mapped_column(UUID(as_uuid=True))
     """The agent session this one was forked from (``None``: not a fork)."""
     forked_at_archive_seq: Mapped[int | None] = mapped_column(Integer)

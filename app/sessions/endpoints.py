@@ -108,12 +108,14 @@ async def update_agent_session(
     agent_session_id: uuid.UUID, body: AgentSessionUpdate, principal: Writer, database: DatabaseDep
 ) -> AgentSessionRead:
     """Change what the body names (a field left out stays): the agent session's own memory
-    policy, which its next archive obeys."""
+    policy, which its next archive obeys, and whether its contexts are recorded by default."""
     async with database.tenant(principal.tenant_id) as db:
         service = AgentSessionService(db, principal)
         if "memory_policy" in body.model_fields_set:
             policy = None if body.memory_policy is None else body.memory_policy.policy()
             await service.set_memory_policy(agent_session_id, policy)
+        if "record_contexts" in body.model_fields_set:
+            await service.set_record_contexts(agent_session_id, body.record_contexts)
         row, newest = await service.get_with_newest_archive(agent_session_id)
     return agent_session_read(row, newest)
 

@@ -54,6 +54,7 @@ class SessionForks:
                 "agent_id": parent.agent_id,
                 "metadata_": parent.metadata_,
                 "memory_policy": parent.memory_policy,
+                "record_contexts": parent.record_contexts,
                 "keep_recent_count": parent.keep_recent_count,
                 "last_seq": point.last_seq,
                 "archived_upto_seq": point.archived_upto_seq,

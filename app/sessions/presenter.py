@@ -27,6 +27,7 @@ def agent_session_read(row: AgentSession, newest: NewestArchive | None = None) -
         metadata=row.metadata_,
         keep_recent_count=row.keep_recent_count,
         memory_policy=None if policy is None else MemoryPolicyFields.of(policy),
+        record_contexts=row.record_contexts,
         message_count=row.last_seq,
         live_message_count=row.last_seq - row.archived_upto_seq,
         pending_tokens=row.pending_tokens,

@@ -146,6 +146,7 @@ class AgentSessionRepository:
         keep_recent_count: int,
         created_at: datetime | None = None,
         memory_policy: dict[str, Any] | None = None,
+        record_contexts: bool = False,
     ) -> AgentSession | None:
         """The new row, or ``None`` when this user (or, for no user, the tenant's unbound
         sessions) already has an agent session named ``external_id``."""
@@ -157,6 +158,7 @@ class AgentSessionRepository:
             "metadata_": metadata,
             "keep_recent_count": keep_recent_count,
             "memory_policy": memory_policy,
+            "record_contexts": record_contexts,
         }
         if created_at is not None:
             values["created_at"] = created_at
@@ -325,6 +327,13 @@ class AgentSessionRepository:
             update(AgentSession)
             .where(AgentSession.agent_session_id == agent_session_id, *self._visible())
             .values(memory_policy=memory_policy, updated_at=func.now())
+        )
+
+    async def set_record_contexts(self, agent_session_id: uuid.UUID, record: bool) -> None:
+        await self.db.execute(
+            update(AgentSession)
+            .where(AgentSession.agent_session_id == agent_session_id, *self._visible())
+            .values(record_contexts=record, updated_at=func.now())
         )
 
     async def set_pending_tokens(self, agent_session_id: uuid.UUID, pending_tokens: int) -> None:

@@ -18,6 +18,10 @@ from app.sessions.records import MessageRole, StoredMessage
 from app.sessions.shapes import PARTS_BY_ROLE, message_shapes
 from app.validation import SEQ_MAX, require_json, require_storable
 
+RECORD_CONTEXTS = (
+    "record every context of this agent session in the context ledger unless the request "
+    "says record=false (default false: only a request with record=true is recorded)"
+)
 MAX_UTC_OFFSET = timedelta(hours=15, minutes=59)
 """The widest offset Postgres accepts in a timestamp."""
 
@@ -268,6 +272,7 @@ class AgentSessionCreate(BaseModel):
         description="the agent session's own memory policy; a field not set here falls to its "
         "user's default, then to on",
     )
+    record_contexts: bool = Field(default=False, strict=True, description=RECORD_CONTEXTS)
 
     @model_validator(mode="before")
     @classmethod
@@ -289,6 +294,7 @@ class AgentSessionUpdate(BaseModel):
         description="replaces the agent session's own memory policy; null removes it (every "
         "field then falls to its user's default, then to on)",
     )
+    record_contexts: bool = Field(default=False, strict=True, description=RECORD_CONTEXTS)
 
 
 class ArchiveBrief(BaseModel):
@@ -319,6 +325,7 @@ class AgentSessionRead(BaseModel):
     memory_policy: MemoryPolicyFields | None = Field(
         description="the agent session's own memory policy; null when it sets none"
     )
+    record_contexts: bool = Field(description=RECORD_CONTEXTS)
     message_count: int
     live_message_count: int
     pending_tokens: int

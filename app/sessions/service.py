@@ -164,6 +164,7 @@ class AgentSessionService:
             keep_recent_count=self.limits.default_keep_recent_count if keep is None else keep,
             created_at=None if created_at is None else _utc(created_at),
             memory_policy=None if policy is None else policy.policy().to_json(),
+            record_contexts=body.record_contexts,
         )
         if row is None:
             raise Conflict(f"an agent session with external_id {body.external_id!r} exists")
@@ -201,6 +202,12 @@ class AgentSessionService:
         await self.agent_sessions.set_memory_policy(agent_session_id, stored)
         self.db.expire_all()
         return await self.get(agent_session_id)
+
+    async def set_record_contexts(self, agent_session_id: uuid.UUID, record: bool) -> None:
+        """Record every context of the agent session by default (or only when asked)."""
+        await self.get(agent_session_id, lock=True)
+        await self.agent_sessions.set_record_contexts(agent_session_id, record)
+        self.db.expire_all()
 
     async def find_by_external_id(self, external_id: str) -> AgentSession | None:
         """The agent session a client named ``external_id``, if one is visible.

@@ -36,3 +36,20 @@ async def test_record_list_and_read_a_context(workmem_for: Factory, tenant: Tena
         other = await workmem.create_session()
         with pytest.raises(NotFoundError):
             await workmem.recorded_context(other.id, first.context_id)
+
+
+async def test_an_agent_session_that_records_by_default(
+    workmem_for: Factory, tenant: TenantKeys
+) -> None:
+    async with workmem_for(tenant.writer) as workmem:
+        created = await workmem.create_session(record_contexts=True)
+        assert created.record_contexts is True
+        await workmem.append(created.id, {"role": "user", "content": "The deadline is May 3."})
+        recorded = await workmem.context(created.id)
+        assert recorded.context_id is not None
+        assert (await workmem.context(created.id, record=False)).context_id is None
+        turned = await workmem.set_record_contexts(created.id, False)
+        assert turned.record_contexts is False
+        assert (await workmem.context(created.id)).context_id is None
+        page = await workmem.contexts(created.id)
+        assert [item.context_id for item in page.items] == [recorded.context_id]

@@ -331,12 +331,13 @@ async def get_session_context(
         Query(description="fill the room left with the newest messages the overview covers"),
     ] = DEFAULT_FILL,
     record: Annotated[
-        bool,
+        bool | None,
         Query(
             description="record what this context was made of in the context ledger; the "
-            "answer's context_id names it (a workmem extension)"
+            "answer's context_id names it (a workmem extension). Left out: as the agent "
+            "session's record_contexts says"
         ),
-    ] = False,
+    ] = None,
 ) -> Envelope[ContextOut]:
     """The working memory and the newest messages after it, within ``token_budget``. The client
     chose the budget for what it sends, so no reply reserve is taken out of it."""
@@ -345,10 +346,9 @@ async def get_session_context(
         context = await ContextService(db, principal).assemble(
             agent_session_id, plan_budget(token_budget, 0), fill=fill
         )
-        context_id = None
-        if record:
-            row = await LedgerService(db, principal).record(context, source="openviking")
-            context_id = row.context_id
+        context_id = await LedgerService(db, principal).record_if(
+            context, record, source="openviking"
+        )
     return Envelope(result=context_out(context, context_id))
 
 

@@ -64,9 +64,11 @@ def create_session(
     metadata: Mapping[str, Any] | None = None,
     keep_recent_count: int | None = None,
     memory_policy: Mapping[str, Any] | None = None,
+    record_contexts: bool | None = None,
 ) -> Call[AgentSessionRead]:
     """Create an agent session (``external_id`` is unique in the tenant: 409 when taken);
-    ``memory_policy``: ``working_memory``, ``long_term_extraction``, ``memory_types``."""
+    ``memory_policy``: ``working_memory``, ``long_term_extraction``, ``memory_types``;
+    ``record_contexts``: record every context in the ledger unless a request says not to."""
     payload = body(
         external_id=external_id,
         user_id=user_id,
@@ -74,6 +76,7 @@ def create_session(
         metadata=None if metadata is None else dict(metadata),
         keep_recent_count=keep_recent_count,
         memory_policy=None if memory_policy is None else dict(memory_policy),
+        record_contexts=record_contexts,
     )
     return Call("POST", "/v1/sessions", reads(AgentSessionRead), body=payload)
 
@@ -83,6 +86,13 @@ def set_memory_policy(
 ) -> Call[AgentSessionRead]:
     """Replace the agent session's own memory policy (``None`` removes it)."""
     payload = {"memory_policy": None if memory_policy is None else dict(memory_policy)}
+    return Call("PATCH", _session(agent_session_id), reads(AgentSessionRead), body=payload)
+
+
+def set_record_contexts(agent_session_id: Id, record_contexts: bool) -> Call[AgentSessionRead]:
+    """Record every context of the agent session in the ledger unless a request says
+    ``record=False`` (``False``: only the requests that ask are recorded)."""
+    payload = {"record_contexts": record_contexts}
     return Call("PATCH", _session(agent_session_id), reads(AgentSessionRead), body=payload)
 
 

@@ -61,6 +61,9 @@ class AgentSessionRead(BaseModel):
     memory_policy: MemoryPolicyFields | None = Field(
         description="the agent session's own memory policy; null when it sets none"
     )
+    record_contexts: bool = Field(
+        description="record every context of this agent session in the context ledger unless the request says record=false (default false: only a request with record=true is recorded)"
+    )
     message_count: int
     live_message_count: int
     pending_tokens: int

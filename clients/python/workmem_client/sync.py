@@ -96,6 +96,7 @@ class WorkmemClient:
     retry_archive = _sent(calls.retry_archive)
     clear_archive = _sent(calls.clear_archive)
     set_memory_policy = _sent(calls.set_memory_policy)
+    set_record_contexts = _sent(calls.set_record_contexts)
     user_memory_policy = _sent(calls.user_memory_policy)
     set_user_memory_policy = _sent(calls.set_user_memory_policy)
     working_memory = _sent(calls.working_memory)
