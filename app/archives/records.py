@@ -67,3 +67,14 @@ class ArchivedMessage:
 
     seq: int
     message: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class SplitRow:
+    """What the split of a commit needs of one message (no message bodies are read)."""
+
+    seq: int
+    role: str
+    has_tool_calls: bool
+    token_count: int
+    turn: int

@@ -9,44 +9,26 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import and_, case, exists, func, insert, or_, select, update
-from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import load_only
 
-from app.archives.records import SectionVersionRow
-from app.archives.working_memory import RecordedDecision, WorkingMemory
-from app.models import (
-    AgentSession,
-    Archive,
-    ArchiveStatus,
-    ClaimableArchive,
-    Message,
-    WmSectionVersion,
+from app.archives.claimable import ClaimableRepository
+from app.archives.records import SectionVersionRow, SplitRow
+from app.archives.working_memory import (
+    RecordedDecision,
+    WorkingMemory,
+    decision_of,
+    working_memory_of,
 )
+from app.models import AgentSession, Archive, ArchiveStatus, Message, WmSectionVersion
 from app.sessions.lineage import Piece
 from app.sessions.lineage_repository import LineageReader
 from app.sessions.message_repository import in_piece
 from app.tenancy.principal import Scope
-from app.wm.provenance import SectionSources, sources_from_json
-from app.wm.sections import Section, empty_sections
-
-FINISHED = frozenset({ArchiveStatus.DONE, ArchiveStatus.FAILED, ArchiveStatus.CLEARED})
-
-
-@dataclass(frozen=True, slots=True)
-class SplitRow:
-    """What the split of a commit needs of one message (no message bodies are read)."""
-
-    seq: int
-    role: str
-    has_tool_calls: bool
-    token_count: int
-    turn: int
-
+from app.wm.sections import Section
 
 INDEX_COLUMNS = (
     Archive.archive_seq,
@@ -79,6 +61,7 @@ class ArchiveRepository:
         self.db = db
         self.scope = scope
         self.lineage = LineageReader(db, scope)
+        self.claimable = ClaimableRepository(db, scope)
 
     async def _pieces(
         self, agent_session_id: uuid.UUID, after: int = 0, upto: int | None = None
@@ -170,38 +153,8 @@ class ArchiveRepository:
             insert(Archive).values(tenant_id=self.scope.tenant_id, **values).returning(Archive)
         )
         archive = result.scalar_one()
-        if archive.status == ArchiveStatus.PENDING:
-            await self._claimable(archive.agent_session_id, func.now())
+        await self.claimable.follow(archive.agent_session_id, archive.status, func.now())
         return archive
-
-    async def _claimable(self, agent_session_id: uuid.UUID, at: Any) -> None:
-        """The agent session has an archive due at ``at`` (or sooner): the claim's queue row,
-        written in the same transaction (``ClaimableArchive``)."""
-        statement = pg_insert(ClaimableArchive).values(
-            tenant_id=self.scope.tenant_id, agent_session_id=agent_session_id, available_at=at
-        )
-        await self.db.execute(
-            statement.on_conflict_do_update(
-                index_elements=[ClaimableArchive.tenant_id, ClaimableArchive.agent_session_id],
-                set_={
-                    "available_at": func.least(
-                        ClaimableArchive.available_at, statement.excluded.available_at
-                    )
-                },
-            )
-        )
-
-    async def _finished(self, agent_session_id: uuid.UUID) -> None:
-        """An archive of the agent session finished: its next one, if any, is due at once (the
-        claim removes the row when there is none)."""
-        await self.db.execute(
-            update(ClaimableArchive)
-            .where(
-                ClaimableArchive.tenant_id == self.scope.tenant_id,
-                ClaimableArchive.agent_session_id == agent_session_id,
-            )
-            .values(available_at=func.now())
-        )
 
     async def get(
         self, agent_session_id: uuid.UUID, archive_seq: int, *, lock: bool = False
@@ -312,46 +265,7 @@ class ArchiveRepository:
             .order_by(WmSectionVersion.position)
         )
         rows = (await self.db.execute(statement)).all()
-        if not rows:
-            return None
-        first = rows[0]
-        if first.section is None:
-            # No section rows: a free-text overview, imported or migrated, not upgraded yet.
-            return WorkingMemory(
-                archive_seq=first.archive_seq,
-                covered_end_seq=first.end_seq,
-                sections=empty_sections(),
-                legacy_text=first.legacy_text or "",
-                generator=first.generator,
-                tokens=first.wm_tokens or 0,
-            )
-        sections = empty_sections()
-        sources: dict[Section, SectionSources] = {}
-        decisions: list[RecordedDecision] = []
-        for row in rows:
-            section = Section(row.section)
-            sections[section] = row.content
-            sources[section] = sources_from_json(row.sources)
-            if with_decisions:
-                decisions.append(
-                    RecordedDecision(
-                        section=section,
-                        requested=row.op_requested,
-                        applied=row.op_applied,
-                        guard=row.guard,
-                        reason=row.reason,
-                        details=row.details,
-                    )
-                )
-        return WorkingMemory(
-            archive_seq=first.archive_seq,
-            covered_end_seq=first.end_seq,
-            sections=sections,
-            generator=first.generator,
-            tokens=sum(row.token_count for row in rows),
-            decisions=tuple(decisions),
-            sources=sources,
-        )
+        return working_memory_of(rows, with_decisions=with_decisions) if rows else None
 
     async def decisions(
         self, agent_session_id: uuid.UUID, archive_seq: int
@@ -367,17 +281,7 @@ class ArchiveRepository:
             )
             .order_by(WmSectionVersion.position)
         )
-        return [
-            RecordedDecision(
-                Section(row.section),
-                row.op_requested,
-                row.op_applied,
-                row.guard,
-                row.reason,
-                row.details,
-            )
-            for row in rows.all()
-        ]
+        return [decision_of(row) for row in rows.all()]
 
     async def failed_between(
         self,
@@ -468,11 +372,9 @@ class ArchiveRepository:
             )
             .values(**values)
         )
-        status = values.get("status")
-        if status == ArchiveStatus.PENDING:
-            await self._claimable(agent_session_id, values.get("available_at", func.now()))
-        elif status in FINISHED:
-            await self._finished(agent_session_id)
+        await self.claimable.follow(
+            agent_session_id, values.get("status"), values.get("available_at", func.now())
+        )
 
     async def renew_lease(
         self, agent_session_id: uuid.UUID, archive_seq: int, *, attempt: int, lease_s: float

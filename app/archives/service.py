@@ -18,8 +18,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.archives.action_repository import ActionRepository
 from app.archives.actions import ArchiveActions
 from app.archives.imported import IMPORT_GENERATOR, ImportedArchive, imported_section_rows
-from app.archives.records import SectionVersionRow
-from app.archives.repository import ArchiveRepository, SplitRow
+from app.archives.records import SectionVersionRow, SplitRow
+from app.archives.repository import ArchiveRepository
 from app.archives.retention import TurnRetention, kept_tail_start
 from app.archives.working_memory import RecordedDecision, WorkingMemory
 from app.errors import Conflict, NotFound

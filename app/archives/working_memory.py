@@ -7,11 +7,11 @@ to ``WorkingMemoryRead``). Pure data plus what follows from it; never loads or s
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.wm.provenance import SectionSources
+from app.wm.provenance import SectionSources, sources_from_json
 from app.wm.sections import Section, empty_sections, render
 
 
@@ -73,3 +73,47 @@ class WorkingMemory:
         if self.legacy_text is not None:
             return self.legacy_text
         return render(self.sections)
+
+
+def decision_of(row: Any) -> RecordedDecision:
+    """The decision stored in a section-version row (``section``, ``op_requested``,
+    ``op_applied``, ``guard``, ``reason``, ``details``)."""
+    return RecordedDecision(
+        section=Section(row.section),
+        requested=row.op_requested,
+        applied=row.op_applied,
+        guard=row.guard,
+        reason=row.reason,
+        details=row.details,
+    )
+
+
+def working_memory_of(rows: Sequence[Any], *, with_decisions: bool) -> WorkingMemory:
+    """The working memory of one done archive from its section-version rows, in position order
+    (each with the archive's ``archive_seq``, ``end_seq``, ``generator``, ``wm_tokens`` and
+    ``legacy_text``); one row with no section is a free-text overview, imported or migrated,
+    not upgraded yet."""
+    first = rows[0]
+    if first.section is None:
+        return WorkingMemory(
+            archive_seq=first.archive_seq,
+            covered_end_seq=first.end_seq,
+            sections=empty_sections(),
+            legacy_text=first.legacy_text or "",
+            generator=first.generator,
+            tokens=first.wm_tokens or 0,
+        )
+    sections = empty_sections()
+    sources: dict[Section, SectionSources] = {}
+    for row in rows:
+        sections[Section(row.section)] = row.content
+        sources[Section(row.section)] = sources_from_json(row.sources)
+    return WorkingMemory(
+        archive_seq=first.archive_seq,
+        covered_end_seq=first.end_seq,
+        sections=sections,
+        generator=first.generator,
+        tokens=sum(row.token_count for row in rows),
+        decisions=tuple(decision_of(row) for row in rows) if with_decisions else (),
+        sources=sources,
+    )

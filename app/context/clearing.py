@@ -15,6 +15,7 @@ from typing import Any, Final
 
 from app.context.units import Unit
 from app.sessions.records import StoredMessage
+from app.sessions.tool_results import call_names as tool_call_names
 from app.wm.tokens import TokenCounter
 
 MAX_EXCLUDED_TOOLS: Final = 50
@@ -62,13 +63,7 @@ def _tool_names(unit: Unit) -> dict[str, str]:
 
 def call_names(message: Mapping[str, Any]) -> dict[str, str]:
     """The tool each call of an assistant message names, by call id (``a tool`` unnamed)."""
-    calls = message.get("tool_calls")
-    names: dict[str, str] = {}
-    for call in calls if isinstance(calls, list) else []:
-        function = call.get("function") if isinstance(call, Mapping) else None
-        if isinstance(function, Mapping) and isinstance(call.get("id"), str):
-            names[call["id"]] = str(function.get("name") or "a tool")
-    return names
+    return tool_call_names(message.get("tool_calls"), unnamed="a tool")
 
 
 def clear_units(

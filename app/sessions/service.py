@@ -40,8 +40,8 @@ from app.sessions.repository import (
     start_append,
 )
 from app.sessions.schemas import AgentSessionCreate
+from app.sessions.tool_results import names_of_calls, tool_result_of
 from app.tenancy.principal import Principal, Scope
-from app.wm.messages import content_text
 
 
 @dataclass(frozen=True, slots=True)
@@ -394,8 +394,8 @@ class AgentSessionService:
         """The agent session's tool results, oldest first, for callers that hold a row only a
         visible agent session has, as ``messages_between``."""
         rows = await self.messages.tool_results(agent_session_id)
-        names = _tool_names(await self.messages.tool_calls(agent_session_id)) if rows else {}
-        return [_tool_result(row, names) for row in rows]
+        names = names_of_calls(await self.messages.tool_calls(agent_session_id)) if rows else {}
+        return [tool_result_of(row, names) for row in rows]
 
     async def tool_result(self, agent_session_id: uuid.UUID, tool_call_id: str) -> ToolResult:
         """The tool result that answers ``tool_call_id`` (``NotFound`` when none does), for
@@ -403,8 +403,8 @@ class AgentSessionService:
         rows = await self.messages.tool_results(agent_session_id, tool_call_id=tool_call_id)
         if not rows:
             raise NotFound(f"no tool result answers the call {tool_call_id!r}")
-        names = _tool_names(await self.messages.tool_calls(agent_session_id))
-        return _tool_result(rows[0], names)
+        names = names_of_calls(await self.messages.tool_calls(agent_session_id))
+        return tool_result_of(rows[0], names)
 
     async def holder_of(self, agent_session_id: uuid.UUID, seq: int) -> uuid.UUID:
         """The agent session whose row is message ``seq`` of this one's history (a fork's
@@ -426,27 +426,3 @@ class AgentSessionService:
         if repair and recomputed != agent_session.pending_tokens:
             await self.agent_sessions.set_pending_tokens(agent_session_id, recomputed)
         return PendingDrift(agent_session_id, agent_session.pending_tokens, recomputed)
-
-
-def _tool_names(tool_call_lists: Sequence[Any]) -> dict[str, str]:
-    """Call id to tool name, from the ``tool_calls`` of assistant messages."""
-    names: dict[str, str] = {}
-    for calls in tool_call_lists:
-        for call in calls if isinstance(calls, list) else ():
-            function = call.get("function") if isinstance(call, dict) else None
-            if isinstance(function, dict) and isinstance(call.get("id"), str):
-                names[call["id"]] = str(function.get("name") or "")
-    return names
-
-
-def _tool_result(row: StoredMessage, names: dict[str, str]) -> ToolResult:
-    call_id = str(row.message.get("tool_call_id") or "")
-    return ToolResult(
-        tool_call_id=call_id,
-        tool_name=names.get(call_id, ""),
-        seq=row.seq,
-        text=content_text(row.message.get("content")),
-        created_at=row.created_at,
-        redacted=row.redacted_at is not None,
-        retracted=row.retracted_at is not None,
-    )
