@@ -14,8 +14,9 @@ from typing import Any
 from sqlalchemy import and_, case, exists, func, insert, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import load_only
+from sqlalchemy.sql.selectable import ScalarSelect
 
-from app.archives.claimable import ClaimableRepository
+from app.archives.claimable import FINISHED, ClaimableRepository
 from app.archives.records import SectionVersionRow, SplitRow
 from app.archives.working_memory import (
     RecordedDecision,
@@ -133,13 +134,16 @@ class ArchiveRepository:
         )
         return [SplitRow(*row) for row in result.all()]
 
-    async def turn_of(self, agent_session_id: uuid.UUID, seq: int) -> int | None:
-        return await self.db.scalar(
-            select(Message.turn).where(
+    def turn_at(self, agent_session_id: uuid.UUID, seq: int) -> ScalarSelect[int | None]:
+        """The turn of message ``seq``, as a value of another statement (no round trip)."""
+        return (
+            select(Message.turn)
+            .where(
                 Message.tenant_id == self.scope.tenant_id,
                 Message.agent_session_id == agent_session_id,
                 Message.seq == seq,
             )
+            .scalar_subquery()
         )
 
     async def owner(self, agent_session_id: uuid.UUID) -> tuple[str | None, str | None]:
@@ -399,7 +403,7 @@ class ArchiveRepository:
     async def set_fields(
         self, agent_session_id: uuid.UUID, archive_seq: int, **values: Any
     ) -> None:
-        await self.db.execute(
+        change = (
             update(Archive)
             .where(
                 Archive.tenant_id == self.scope.tenant_id,
@@ -408,8 +412,14 @@ class ArchiveRepository:
             )
             .values(**values)
         )
+        status = values.get("status")
+        if status in FINISHED:
+            # The archive and its queue row (the next archive is due at once): one statement.
+            await self.claimable.finished_with(agent_session_id, change)
+            return
+        await self.db.execute(change)
         await self.claimable.follow(
-            agent_session_id, values.get("status"), values.get("available_at", func.now())
+            agent_session_id, status, values.get("available_at", func.now())
         )
 
     async def renew_lease(
