@@ -203,7 +203,7 @@ def _consolidate_facts(
     target = max(1, config.key_facts_limit_items - len(fresh) - digest_lines)
     packed = _pack(plain, target)
 
-    line_tokens = lru_cache(maxsize=None)(counter)
+    line_tokens = partial(_line_tokens, counter)
 
     def render() -> list[str]:
         entries = list(digest.values())
@@ -241,6 +241,12 @@ def _consolidate_facts(
 def _fold(digest: dict[str, tuple[str, str]], text: str) -> None:
     for span in _spans(text):
         digest.setdefault(span.key, (span.surface, span.kind))
+
+
+@lru_cache(maxsize=8192)
+def _line_tokens(counter: TokenCounter, line: str) -> int:
+    """A line's tokens, kept: most lines of a full section are the same in the next batch."""
+    return counter(line)
 
 
 @lru_cache(maxsize=4096)
