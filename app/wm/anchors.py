@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final, Literal
 
@@ -152,6 +153,19 @@ def anchors(text: str) -> frozenset[str]:
 
     Cached: the same items are read again by every batch of an archive and by every guard."""
     return frozenset(span.key for span in anchor_spans(text))
+
+
+# How a text may end so that an anchor of it runs on over a line break into the next text: a
+# number (a quantity, a clock time, a date's day) or a month (a date's year on the next line).
+_RUNS_ON = re.compile(r"(?:\d|(?:" + "|".join(MONTHS) + r"),?)\s*\Z", re.IGNORECASE)
+
+
+def lines_anchors(lines: Sequence[str]) -> frozenset[str]:
+    """``anchors`` of the lines joined by line breaks, from each line's own anchors (kept from
+    one batch to the next) unless an anchor may span two lines."""
+    if any(_RUNS_ON.search(line) for line in lines[:-1]):
+        return anchors("\n".join(lines))
+    return frozenset().union(*map(anchors, lines))
 
 
 def _is_proper_noun(word: str) -> bool:
