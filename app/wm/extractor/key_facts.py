@@ -13,7 +13,7 @@ from collections.abc import Callable
 from functools import lru_cache, partial
 from typing import Final
 
-from app.wm.anchors import PROPER_NOUN_STOP_WORDS, anchor_spans, anchors
+from app.wm.anchors import PROPER_NOUN_STOP_WORDS, AnchorSpan, anchor_spans, lines_anchors
 from app.wm.extractor.arguments import append_op, keep_op, update_op
 from app.wm.extractor.config import ExtractorConfig
 from app.wm.extractor.constraints import is_preference_sentence
@@ -28,10 +28,18 @@ from app.wm.tokens import TokenCounter
 DIGEST_PREFIX: Final = "Earlier facts:"
 
 _DIGIT: Final = re.compile(r"\d")
-_FACT_TOKEN: Final = re.compile(
-    r"`[^`\n]+`|\$\d[\d,]*(?:\.\d+)?|(?<![\w.])[^\W_]*\d[\w.:-]*|[^\W\d_a-z][^\W_]{2,}"
-    r"|(?i:\b(?:because|decided|chose|committed|agreed|resolved)\b)"
+# Backticked text, an amount, a word holding a digit (up to its last ``.:-`` part), a word that
+# does not start with a lower-case ASCII letter, or a decision word. A word holding a digit is
+# found at its first digit (the letters before it, then a digit): the same match as looking for
+# its last one, without trying every shorter prefix of the word.
+_FACT_PATTERN: Final = (
+    r"`[^`\n]+`|\$\d[\d,]*(?:\.\d+)?|(?<![\w.])[^\W\d_]*\d[\w.:-]*|[^\W\d_a-z][^\W_]{2,}"
+    r"|(?<!\w)(?i:because|decided|chose|committed|agreed|resolved)(?!\w)"
 )
+_FACT_TOKEN: Final = re.compile(_FACT_PATTERN)
+_FACT_TOKEN_ASCII: Final = re.compile(_FACT_PATTERN, re.ASCII)
+"""The same pattern for ASCII text, which both read alike (it has no whitespace class, the one
+whose ASCII meaning differs on ASCII text): ASCII classes are cheaper to test."""
 _FACT_MIN_WORDS: Final = 4
 _STATEMENT_MIN_WORDS: Final = 7
 
@@ -148,7 +156,8 @@ def fact_score(sentence: str, speaker_words: frozenset[str]) -> int:
     one more if it holds a number. One pattern over the sentence: this runs for every sentence
     of every archive, where the full anchor scan of guard B would dominate a commit."""
     keys: set[str] = set()
-    for token in _FACT_TOKEN.findall(sentence):
+    pattern = _FACT_TOKEN_ASCII if sentence.isascii() else _FACT_TOKEN
+    for token in pattern.findall(sentence):
         key = token.strip("`").lower()
         opener = token[0].isupper() and not _DIGIT.search(token)
         if opener and (not token[1:3].isalpha() or key in PROPER_NOUN_STOP_WORDS):
@@ -194,7 +203,7 @@ def _consolidate_facts(
     target = max(1, config.key_facts_limit_items - len(fresh) - digest_lines)
     packed = _pack(plain, target)
 
-    line_tokens = lru_cache(maxsize=None)(counter)
+    line_tokens = partial(_line_tokens, counter)
 
     def render() -> list[str]:
         entries = list(digest.values())
@@ -214,8 +223,8 @@ def _consolidate_facts(
     while packed and over(content):
         _fold(digest, packed.pop(0))
         content = render()
-    old_anchors = anchors("\n".join(old))
-    kept = anchors("\n".join([*packed, *fresh]))
+    old_anchors = lines_anchors(old)
+    kept = lines_anchors([*packed, *fresh])
     # Least specific anchors first; ties keep the digest's order (sorted is stable).
     victims = sorted(digest, key=lambda key: _DIGEST_PRIORITY[digest[key][1]])
     for victim in victims:
@@ -230,8 +239,20 @@ def _consolidate_facts(
 
 
 def _fold(digest: dict[str, tuple[str, str]], text: str) -> None:
-    for span in anchor_spans(text):
+    for span in _spans(text):
         digest.setdefault(span.key, (span.surface, span.kind))
+
+
+@lru_cache(maxsize=8192)
+def _line_tokens(counter: TokenCounter, line: str) -> int:
+    """A line's tokens, kept: most lines of a full section are the same in the next batch."""
+    return counter(line)
+
+
+@lru_cache(maxsize=4096)
+def _spans(text: str) -> tuple[AnchorSpan, ...]:
+    """A text's anchors in order, kept: the digest's lines are folded again in every batch."""
+    return tuple(anchor_spans(text))
 
 
 def _pack(items: list[str], target: int) -> list[str]:

@@ -8,8 +8,10 @@ op for any section.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from datetime import date
 from functools import lru_cache
+from itertools import chain
 
 from app.wm.extractor.dates import format_day, session_day
 from app.wm.messages import MessageView
@@ -112,6 +114,32 @@ def _sentences(text: str) -> tuple[str, ...]:
             if sentence:
                 found.append(sentence)
     return tuple(found)
+
+
+# Line breaks of ``str.splitlines`` other than ``\n``: a text holding one is read line by line.
+_OTHER_LINE_BREAK = re.compile("[\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+
+
+def lines_holding(text: str, hits: Iterator[re.Match[str]]) -> Iterator[str]:
+    """The lines of ``text`` (as ``splitlines`` cuts them) holding one of ``hits`` (matches in
+    ``text``, in order), each once, in order: a rule that keeps only lines with some word reads
+    those lines and skips the others, however long the text."""
+    first = next(hits, None)
+    if first is None:
+        return
+    if _OTHER_LINE_BREAK.search(text):
+        yield from text.splitlines()
+        return
+    end = -1
+    for hit in chain((first,), hits):
+        position = hit.start()
+        if position < end:
+            continue
+        start = text.rfind("\n", 0, position) + 1
+        end = text.find("\n", position)
+        if end < 0:
+            end = len(text)
+        yield text[start:end]
 
 
 def is_greeting(sentence: str) -> bool:
