@@ -65,17 +65,30 @@ def _paths_of(text: str) -> tuple[str, ...]:
 _FILE_HINT = re.compile(r"\.(?:" + _EXTENSION_ALTERNATION + r")(?![\w-]|\.\w)", re.IGNORECASE)
 
 
+def _ascii(pattern: re.Pattern[str]) -> re.Pattern[str]:
+    return re.compile(pattern.pattern, (pattern.flags & ~re.UNICODE) | re.ASCII)
+
+
+# The same patterns for ASCII text, which both read alike (they hold no whitespace class, the one
+# whose ASCII meaning differs on ASCII text): ASCII classes are cheaper to test.
+_FILE_ASCII, _CHAIN_ASCII, _FILE_HINT_ASCII = _ascii(_FILE), _ascii(_CHAIN), _ascii(_FILE_HINT)
+
+
 def _scan(found: dict[str, int], chunk: str, offset: int) -> None:
     """Adds the chunk's paths to ``found`` (each at its first position): file names first, then
     chains, each in text order."""
-    for start, end in _lines_with(chunk, _FILE_HINT.finditer(chunk)):
-        for match in _FILE.finditer(chunk, start, end):
+    ascii_only = chunk.isascii()
+    hint = _FILE_HINT_ASCII if ascii_only else _FILE_HINT
+    file = _FILE_ASCII if ascii_only else _FILE
+    for start, end in _lines_with(chunk, hint.finditer(chunk)):
+        for match in file.finditer(chunk, start, end):
             _add(found, offset + match.start(), match.group(0))
     slash = chunk.find("/")
     if slash < 0:
         return
+    chain = _CHAIN_ASCII if ascii_only else _CHAIN
     for start, end in _lines_with(chunk, _slashes(chunk, slash)):
-        for match in _CHAIN.finditer(chunk, start, end):
+        for match in chain.finditer(chunk, start, end):
             _add(found, offset + match.start(), match.group(0))
 
 

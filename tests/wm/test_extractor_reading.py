@@ -8,9 +8,11 @@ import re
 import pytest
 
 from app.wm.anchors import anchors, lines_anchors
+from app.wm.extractor.constraints import is_constraint_sentence, is_preference_sentence
 from app.wm.extractor.errors import _error_lines
 from app.wm.extractor.key_facts import fact_score
 from app.wm.extractor.reading import lines_holding
+from app.wm.paths import find_paths
 
 _WORD = re.compile("x")
 
@@ -24,10 +26,12 @@ _WORD = re.compile("x")
         ("a\nx1 x2\nb\n\nx3\n", ["x1 x2", "x3"]),
         ("x\n", ["x"]),
         ("a\nb x", ["b x"]),
-        # Other line breaks: the text is read as splitlines cuts it, every line.
-        ("a\r\nx\r\nb", ["a", "x", "b"]),
-        ("a\u2028x", ["a", "x"]),
-        ("a\x0cb\nx", ["a", "b", "x"]),
+        # Other line breaks cut lines as splitlines does ("\r\n" is one break).
+        ("a\r\nx\r\nb", ["x"]),
+        ("x1\r\n\r\nx2\r", ["x1", "x2"]),
+        ("a\rx\x85b", ["x"]),
+        ("a\u2028x", ["x"]),
+        ("a\x0cb\nx\x1cx", ["x", "x"]),
     ],
 )
 def test_lines_holding(text: str, lines: list[str]) -> None:
@@ -97,3 +101,53 @@ def test_fact_score_reads_ascii_and_other_text_alike(sentence: str, score: int) 
 )
 def test_lines_anchors_are_the_anchors_of_the_joined_lines(lines: list[str]) -> None:
     assert lines_anchors(lines) == anchors("\n".join(lines))
+
+
+@pytest.mark.parametrize(
+    ("sentence", "constraint", "preference"),
+    [
+        ("You muſt use tabs", True, False),
+        ("It muſt have left early", False, False),
+        ("It must have left early", False, False),
+        ("I would RATHER use tabs", False, True),
+        ("I ſtill prefer tabs", False, True),
+        ("We PREFER tabs over spaces", False, True),
+        ("Do we rather not use it", False, True),
+        ("Keep the tests green", False, False),
+        ("Never touch prod", True, False),
+        ("I prefer tabs?", False, False),
+    ],
+)
+def test_constraints_and_preferences_in_any_case(
+    sentence: str, constraint: bool, preference: bool
+) -> None:
+    assert is_constraint_sentence(sentence, chat=False) is constraint
+    assert is_preference_sentence(sentence) is preference
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("stayed ٣ days", {"٣ days"}),
+        ("no digits at all, Alice", {"alice"}),
+        ("v١.٢ and $5 at 5pm on 2024-01-02", {"$5", "2024-01-02", "5 pm", "v١.٢"}),
+        ("a `code` span", {"code"}),
+        ("a ` lone backtick", set()),
+    ],
+)
+def test_anchors_with_and_without_digits(text: str, expected: set[str]) -> None:
+    assert anchors(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "paths"),
+    [
+        ("café/menu.py", ["café/menu.py"]),
+        ("naïve/a/b and ok/c.md", ["naïve/a/b", "ok/c.md"]),
+        ("Ünïcode.PY", ["Ünïcode.PY"]),
+        ("x/ſ.sh", ["x/ſ.sh"]),
+        ("plain/ascii.sh", ["plain/ascii.sh"]),
+    ],
+)
+def test_paths_in_ascii_and_other_text(text: str, paths: list[str]) -> None:
+    assert find_paths(text) == paths
