@@ -66,16 +66,19 @@ def key_facts_op(
         text = make()
         if fresh(text):
             chosen.append((order, reading.cite(text, *views)))
-    for score, order, text, view in sorted(statements, key=lambda e: (-e[0], e[1])):
+    # A statement's text is clipped only once it is looked at (most never are).
+    for score, order, fact, view in sorted(statements, key=lambda e: (-e[0], e[1])):
         if len(chosen) >= config.key_facts_per_batch or score == 0:
             break
+        text = clip(fact, config.item_chars)
         if fresh(text):
             chosen.append((order, reading.cite(text, view)))
     if len(chosen) < config.key_facts_minimum:
         # A short exchange without names, dates or numbers still has a point: keep its most
         # substantial statements rather than nothing.
+        clipped = ((s, o, clip(fact, config.item_chars), v) for s, o, fact, v in statements)
         plain = sorted(
-            (e for e in statements if e[0] == 0 and _is_statement(e[2])),
+            (e for e in clipped if e[0] == 0 and _is_statement(e[2])),
             key=lambda entry: (-len(entry[2]), entry[1]),
         )
         for _, order, text, view in plain:
@@ -101,7 +104,7 @@ Statements = list[tuple[int, int, str, MessageView]]
 def _fact_candidates(reading: Reading, config: ExtractorConfig) -> tuple[Calls, Statements]:
     """Every possible fact, in conversation order: tool calls as ``(order, make text, the call
     and its result)``, and statements as ``(score, order, text, message)``, scored 0 below the
-    threshold of 2."""
+    threshold of 2 (the text not yet clipped)."""
     calls: Calls = []
     statements: Statements = []
     order = 0
@@ -123,7 +126,7 @@ def _fact_candidates(reading: Reading, config: ExtractorConfig) -> tuple[Calls, 
                 continue
             relative = day is not None and has_relative_time(sentence)
             score = int(relative) + fact_score(sentence, reading.speaker_words)
-            if view.role == "user" and is_preference_sentence(sentence):
+            if score < 2 and view.role == "user" and is_preference_sentence(sentence):
                 # The user's own preference is a fact about them, never a task constraint.
                 score = max(score, 2)
             fact = sentence
@@ -132,9 +135,7 @@ def _fact_candidates(reading: Reading, config: ExtractorConfig) -> tuple[Calls, 
                 fact = f"{resolve_relative(sentence, day)} (said on {format_day(day)})"
             if view.speaker != "assistant":
                 fact = f"{label(view)}: {fact}"
-            statements.append(
-                (score if score >= 2 else 0, order, clip(fact, config.item_chars), view)
-            )
+            statements.append((score if score >= 2 else 0, order, fact, view))
             order += 1
     return calls, statements
 
