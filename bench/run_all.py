@@ -6,7 +6,7 @@ figure, the raw Postgres (or other) baseline measured in the same run, their rat
 and pass or fail. Prints the JSON document; ``--markdown`` writes the table. A benchmark that
 fails or times out is a failed row with its error, never a missing one.
 
-    python bench/run_all.py --markdown bench-results.md > bench-results.json
+    python bench/run_all.py --markdown bench-results.md --logs bench-logs > bench-results.json
 """
 
 from __future__ import annotations
@@ -298,6 +298,28 @@ def filtered_search_rows(data: dict[str, Any]) -> list[Row]:
     return rows
 
 
+def history_search_rows(data: dict[str, Any]) -> list[Row]:
+    """Rows of ``bench/history_search.py``: each query shape's p99 over the API at 15 000
+    messages, then right after heavy appends, beside the bare statement's p99 in the same run."""
+    rows = []
+    passes = (
+        ("", data["shapes"], data["raw_statement"]),
+        (f", right after {data['appends']} appends", data["after_appends"],
+         data["raw_statement_after_appends"]),
+    )  # fmt: skip
+    for when, shapes, raw in passes:
+        for shape, figures in shapes.items():
+            bare = raw[shape]["p99_ms"]
+            rows.append(
+                Row("history_search",
+                    f"search p99, {shape.replace('_', ' ')}, {data['messages']} messages{when}, ms",
+                    figures["p99_ms"], f"bare statement p99, ms = {bare}",
+                    round(figures["p99_ms"] / bare, 3) if bare else None, "<= 200 ms",
+                    figures["p99_ms"] <= 200)
+            )  # fmt: skip
+    return rows
+
+
 def retention_rows(data: dict[str, Any]) -> list[Row]:
     """The recall target is the offline extractor's (the baseline everyone without a model key
     gets); with the adversarial model the figure that must hold is protected-item loss."""
@@ -352,6 +374,7 @@ BENCHMARKS = (
         memories_rows,
         1200,
     ),
+    Benchmark("history_search", ["-m", "bench.history_search"], history_search_rows, 1200),
     Benchmark("filtered_search", ["-m", "bench.filtered_search"], filtered_search_rows, 1200),
     Benchmark("retention", ["-m", "bench.retention"], retention_rows, 1200),
 )
@@ -416,6 +439,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--markdown", type=Path, default=None, help="write the table here")
     parser.add_argument("--only", default=None, help="comma-separated benchmark names")
+    parser.add_argument(
+        "--logs",
+        type=Path,
+        default=None,
+        help="keep each benchmark's stderr here (default: not kept)",
+    )
     args = parser.parse_args()
     chosen = [b for b in BENCHMARKS if args.only is None or b.name in args.only.split(",")]
     started = time.perf_counter()
@@ -423,9 +452,11 @@ def main() -> None:
     rows: list[Row] = []
     durations: dict[str, float] = {}
     with tempfile.TemporaryDirectory(prefix="wmbench-all-") as tmp:
+        logs = args.logs or Path(tmp)
+        logs.mkdir(parents=True, exist_ok=True)
         for benchmark in chosen:
             print(f"run_all: {benchmark.name} …", file=sys.stderr, flush=True)
-            data, found, seconds = run(benchmark, Path(tmp))
+            data, found, seconds = run(benchmark, logs)
             results[benchmark.name] = data
             rows += found
             durations[benchmark.name] = round(seconds, 1)

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from bench.run_all import commit_rows, context_rows, filtered_search_rows, memories_rows
+from bench.run_all import (
+    commit_rows,
+    context_rows,
+    filtered_search_rows,
+    history_search_rows,
+    memories_rows,
+)
 
 LARGE = {"service_p50_ms": 4.4, "raw_hnsw_p50_ms": 2.3, "ratio_p50": 1.9}
 SEARCH: dict[str, object] = {
@@ -145,3 +151,27 @@ def test_the_context_rows_carry_the_recorded_context_when_measured() -> None:
     assert [row.passed for row in context_rows(slow) if "record=true" in row.figure] == [False]
     older = {key: value for key, value in data.items() if "record" not in key}
     assert not [row for row in context_rows(older) if "record" in row.figure]
+
+
+def _history(p99: float) -> dict[str, object]:
+    shape = {"query": "billing", "p50_ms": p99 / 2, "p99_ms": p99, "hits": 10, "statuses": {}}
+    raw = {"p50_ms": 10.0, "p99_ms": 20.0}
+    return {
+        "messages": 15000,
+        "appends": 5000,
+        "shapes": {"one_common_word": shape},
+        "after_appends": {"one_common_word": shape},
+        "raw_statement": {"one_common_word": raw},
+        "raw_statement_after_appends": {"one_common_word": raw},
+    }
+
+
+@pytest.mark.parametrize(("p99", "passed"), [(199.9, True), (200.0, True), (200.1, False)])
+def test_history_search_holds_each_shape_to_200_ms_before_and_after_appends(
+    p99: float, passed: bool
+) -> None:
+    rows = history_search_rows(_history(p99))
+    assert [row.passed for row in rows] == [passed, passed]
+    assert "right after 5000 appends" in rows[1].figure
+    assert rows[0].baseline == "bare statement p99, ms = 20.0"
+    assert rows[0].ratio == round(p99 / 20.0, 3)

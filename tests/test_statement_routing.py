@@ -265,7 +265,11 @@ ACROSS_TENANTS = {
 }
 TABLE_IN = re.compile(r"\b(?:FROM|JOIN|UPDATE|INTO)\s+(?:public\.)?(?![pv]_)(\w+)", re.IGNORECASE)
 ONE_TENANT = re.compile(
-    r"tenant_id\s*=\s*(?:[pv]_\w+|\(?(?:SELECT\s+)?workmem_verified_tenant\(\))", re.IGNORECASE
+    r"tenant_id\s*=\s*(?:[pv]_\w+|\(?(?:SELECT\s+)?workmem_verified_tenant\(\))"
+    # or an insert whose tenant_id is one variable (routed by that value)
+    r"|INSERT\s+INTO\s+\w+(?:\s+AS\s+\w+)?\s*\(\s*tenant_id\b[^)]*\)\s*"
+    r"(?:SELECT|VALUES\s*\()\s*[pv]_\w+\s*,",
+    re.IGNORECASE,
 )
 
 
@@ -301,8 +305,12 @@ def test_the_body_check_fails_on_a_statement_across_tenants() -> None:
     across = "BEGIN UPDATE archives a SET status = 'running' WHERE a.status = 'pending'; END"
     routed = "BEGIN UPDATE archives a SET x = 1 WHERE a.tenant_id = v_tenant_id; END"
     reference = "BEGIN SELECT q.tenant_id FROM claimable_archives q LIMIT 1; END"
+    inserted = "BEGIN INSERT INTO messages AS m (tenant_id, seq) SELECT p_tenant_id, 1; END"
+    copied = "BEGIN INSERT INTO messages (tenant_id, seq) SELECT o.tenant_id, 1 FROM pins o; END"
     assert [bool(ONE_TENANT.search(s)) for s in distributed_statements(across)] == [False]
     assert [bool(ONE_TENANT.search(s)) for s in distributed_statements(routed)] == [True]
+    assert [bool(ONE_TENANT.search(s)) for s in distributed_statements(inserted)] == [True]
+    assert [bool(ONE_TENANT.search(s)) for s in distributed_statements(copied)] == [False]
     assert distributed_statements(reference) == []
 
 

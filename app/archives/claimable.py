@@ -8,7 +8,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from sqlalchemy import func, update
+from sqlalchemy import Update, func, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -51,6 +51,20 @@ class ClaimableRepository:
     async def _now(self, agent_session_id: uuid.UUID) -> None:
         await self.db.execute(
             update(ClaimableArchive)
+            .where(
+                ClaimableArchive.tenant_id == self.scope.tenant_id,
+                ClaimableArchive.agent_session_id == agent_session_id,
+            )
+            .values(available_at=func.now())
+        )
+
+    async def finished_with(self, agent_session_id: uuid.UUID, change: Update) -> None:
+        """``change`` (an archive entering a finished status) and ``follow``'s update of the
+        queue row in one statement: the change runs as a ``WITH`` of the queue row's update
+        (Postgres runs a data-modifying ``WITH`` whether or not it is referenced)."""
+        await self.db.execute(
+            update(ClaimableArchive)
+            .add_cte(change.cte("changed"))
             .where(
                 ClaimableArchive.tenant_id == self.scope.tenant_id,
                 ClaimableArchive.agent_session_id == agent_session_id,

@@ -27,6 +27,7 @@ from app.wm.provenance import (
 )
 from app.wm.recovery import RecoveryPath, recover_arguments, recover_document
 from app.wm.references import SeqRange
+from app.wm.reuse import Reuse
 from app.wm.schema import CREATE_TOOL, UPDATE_TOOL
 from app.wm.sections import Section, empty_sections, parse, render
 from app.wm.source import Shadow, refused_items
@@ -179,6 +180,9 @@ class WorkingMemoryGenerator:
         usage = Usage()
         steps: list[Generated] = []
         current = prior
+        # The archive's messages are the same for every batch: what one batch found of them
+        # (roles of seqs, quoted constraints) the next looks up.
+        reuse = Reuse(evidence, roles)
         for part, first_seq in batches:
             step = await self._step(
                 current,
@@ -188,6 +192,7 @@ class WorkingMemoryGenerator:
                     prior=current.sources,
                     evidence=evidence,
                     roles=roles,
+                    reuse=reuse,
                 ),
             )
             usage = usage + step.usage

@@ -30,8 +30,7 @@ from app.db_errors import is_unavailable
 from app.errors import NotFound
 from app.memories.extraction import Prepared
 from app.memories.jobs import MemoryJobService
-from app.memories.policies import effective_policy
-from app.memories.policy import EVERYTHING, EffectivePolicy
+from app.memories.policy import EVERYTHING, EffectivePolicy, parse_policy, resolve
 from app.memories.records import Failure, FailureStage, MemoryReport, Source
 from app.models import Archive, ArchiveStatus
 from app.pins.records import Pin
@@ -163,7 +162,8 @@ class ArchiveJobService:
             for seq, message in enumerate(messages, start=start_seq)
             if seq not in retracted
         )
-        user_id, agent_id = await self.archives.owner(agent_session_id)
+        # One read of the agent-session row: its owner's labels and the memory policies.
+        user_id, agent_id, own, users = await self.archives.owner_and_policies(agent_session_id)
         return Work(
             archive=archive,
             prior=prior or WorkingMemory.empty(),
@@ -171,7 +171,10 @@ class ArchiveJobService:
             covers_failed_archives=[row.archive_seq for row in failed],
             source=Source(agent_session_id, claim.archive_seq, user_id, agent_id),
             pins=tuple(await pins_in_force(self.db, self.scope, agent_session_id)),
-            policy=await effective_policy(self.db, self.scope.tenant_id, agent_session_id),
+            policy=resolve(
+                None if own is None else parse_policy(own),
+                None if users is None else parse_policy(users),
+            ),
             extract_from_seq=extract_from,
         )
 

@@ -30,17 +30,23 @@ async def claim_next(
     tenant_id: uuid.UUID | None = None,
     agent_session_id: uuid.UUID | None = None,
 ) -> Claim | None:
-    """Claim the oldest claimable archive (optionally of one agent session) for ``lease_s``."""
+    """Claim the oldest claimable archive (optionally of one agent session) for ``lease_s``.
+
+    A claim's transaction commits without waiting for its WAL to reach the disk
+    (``synchronous_commit`` off, for that transaction only): a claim lost in a crash leaves the
+    archive as it was, claimable, and the job's own write (which waits for the disk, and so
+    for every WAL record before it) finds the lease not its own and writes nothing."""
     row = (
         await db.execute(
             text(
-                "SELECT tenant_id, agent_session_id, archive_seq, attempt"
+                "SELECT tenant_id, agent_session_id, archive_seq, attempt,"
+                " set_config('synchronous_commit', 'off', true)"
                 " FROM workmem_claim_archive(:lease_s, :tenant_id, :agent_session_id)"
             ),
             {"lease_s": lease_s, "tenant_id": tenant_id, "agent_session_id": agent_session_id},
         )
     ).first()
-    return None if row is None else Claim(*row)
+    return None if row is None else Claim(*row[:4])
 
 
 async def requeue_failed(

@@ -14,8 +14,9 @@ from typing import Any
 from sqlalchemy import and_, case, exists, func, insert, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import load_only
+from sqlalchemy.sql.selectable import ScalarSelect
 
-from app.archives.claimable import ClaimableRepository
+from app.archives.claimable import FINISHED, ClaimableRepository
 from app.archives.records import SectionVersionRow, SplitRow
 from app.archives.working_memory import (
     RecordedDecision,
@@ -23,7 +24,14 @@ from app.archives.working_memory import (
     decision_of,
     working_memory_of,
 )
-from app.models import AgentSession, Archive, ArchiveStatus, Message, WmSectionVersion
+from app.models import (
+    AgentSession,
+    Archive,
+    ArchiveStatus,
+    Message,
+    UserMemoryPolicy,
+    WmSectionVersion,
+)
 from app.sessions.lineage import Piece
 from app.sessions.lineage_repository import LineageReader
 from app.sessions.message_repository import in_piece
@@ -126,13 +134,16 @@ class ArchiveRepository:
         )
         return [SplitRow(*row) for row in result.all()]
 
-    async def turn_of(self, agent_session_id: uuid.UUID, seq: int) -> int | None:
-        return await self.db.scalar(
-            select(Message.turn).where(
+    def turn_at(self, agent_session_id: uuid.UUID, seq: int) -> ScalarSelect[int | None]:
+        """The turn of message ``seq``, as a value of another statement (no round trip)."""
+        return (
+            select(Message.turn)
+            .where(
                 Message.tenant_id == self.scope.tenant_id,
                 Message.agent_session_id == agent_session_id,
                 Message.seq == seq,
             )
+            .scalar_subquery()
         )
 
     async def owner(self, agent_session_id: uuid.UUID) -> tuple[str | None, str | None]:
@@ -147,6 +158,32 @@ class ArchiveRepository:
             )
         ).one()
         return row.user_id, row.agent_id
+
+    async def owner_and_policies(
+        self, agent_session_id: uuid.UUID
+    ) -> tuple[str | None, str | None, Any, Any]:
+        """``owner``'s labels with the agent session's own memory policy and its user's default
+        (raw), in one read of the agent-session row: what an archive job needs of it."""
+        row = (
+            await self.db.execute(
+                select(
+                    AgentSession.user_id,
+                    AgentSession.agent_id,
+                    AgentSession.memory_policy,
+                    UserMemoryPolicy.policy,
+                )
+                .outerjoin(
+                    UserMemoryPolicy,
+                    (UserMemoryPolicy.tenant_id == AgentSession.tenant_id)
+                    & (UserMemoryPolicy.user_id == AgentSession.user_id),
+                )
+                .where(
+                    AgentSession.tenant_id == self.scope.tenant_id,
+                    AgentSession.agent_session_id == agent_session_id,
+                )
+            )
+        ).one()
+        return row[0], row[1], row[2], row[3]
 
     async def insert(self, values: dict[str, Any]) -> Archive:
         result = await self.db.execute(
@@ -356,14 +393,17 @@ class ArchiveRepository:
         return rows
 
     async def insert_sections(self, rows: Sequence[SectionVersionRow]) -> None:
+        """All of an archive's section versions in one multi-row ``INSERT`` (one round trip)."""
+        if not rows:
+            return
         await self.db.execute(
-            insert(WmSectionVersion), [row.values(self.scope.tenant_id) for row in rows]
+            insert(WmSectionVersion).values([row.values(self.scope.tenant_id) for row in rows])
         )
 
     async def set_fields(
         self, agent_session_id: uuid.UUID, archive_seq: int, **values: Any
     ) -> None:
-        await self.db.execute(
+        change = (
             update(Archive)
             .where(
                 Archive.tenant_id == self.scope.tenant_id,
@@ -372,8 +412,14 @@ class ArchiveRepository:
             )
             .values(**values)
         )
+        status = values.get("status")
+        if status in FINISHED:
+            # The archive and its queue row (the next archive is due at once): one statement.
+            await self.claimable.finished_with(agent_session_id, change)
+            return
+        await self.db.execute(change)
         await self.claimable.follow(
-            agent_session_id, values.get("status"), values.get("available_at", func.now())
+            agent_session_id, status, values.get("available_at", func.now())
         )
 
     async def renew_lease(

@@ -118,7 +118,8 @@ class ArchiveService:
         tail_tokens = sum(row.token_count for row in tail)
         live_tokens = agent_session.total_tokens - agent_session.archived_tokens
         archived_tokens = live_tokens - tail_tokens
-        first_turn = await self.archives.turn_of(agent_session_id, archived + 1)
+        # The first turn is read by the archive's insert itself: one round trip less.
+        first_turn = self.archives.turn_at(agent_session_id, archived + 1)
         archive = await self.archives.insert(
             {
                 "agent_session_id": agent_session_id,

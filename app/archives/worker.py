@@ -87,7 +87,10 @@ class ArchiveWorker:
         self.config = config or WorkerConfig()
         self.name = name or f"worker-{uuid.uuid4().hex[:8]}"
         self.wakeup = asyncio.Event()
-        self._detached: set[asyncio.Task[Claim | None]] = set()
+        self._detached: set[asyncio.Task[tuple[Claim, str] | None]] = set()
+        self._job_ended = asyncio.Event()
+        """Set when a job of this process ends (then replaced): a waiting commit whose archive
+        another loop of the process holds wakes at once instead of at its next poll."""
         self._purged_at = time.monotonic()
         self._retained_at: float | None = None
 
@@ -148,6 +151,13 @@ class ArchiveWorker:
     async def run_once(
         self, *, tenant_id: uuid.UUID | None = None, agent_session_id: uuid.UUID | None = None
     ) -> Claim | None:
+        ran = await self._run_once(tenant_id=tenant_id, agent_session_id=agent_session_id)
+        return None if ran is None else ran[0]
+
+    async def _run_once(
+        self, *, tenant_id: uuid.UUID | None = None, agent_session_id: uuid.UUID | None = None
+    ) -> tuple[Claim, str] | None:
+        """Claim and process one archive: the claim and its outcome, or ``None``."""
         async with self.database.unscoped() as db:
             claim = await queue.claim_next(
                 db,
@@ -157,10 +167,11 @@ class ArchiveWorker:
             )
         if claim is None:
             return None
-        await self.process(claim)
-        return claim
+        return claim, await self.process(claim)
 
-    async def process(self, claim: Claim) -> None:
+    async def process(self, claim: Claim) -> str:
+        """Phase 2 of a claimed archive; its outcome (``done``, ``retry``, ``failed``,
+        ``lease_lost``)."""
         started = time.perf_counter()
         heartbeat = asyncio.create_task(self._heartbeat(claim))
         try:
@@ -168,7 +179,10 @@ class ArchiveWorker:
         finally:
             heartbeat.cancel()
             await asyncio.gather(heartbeat, return_exceptions=True)
+            ended, self._job_ended = self._job_ended, asyncio.Event()
+            ended.set()
         PHASE2_DURATION.labels(outcome).observe(time.perf_counter() - started)
+        return outcome
 
     @telemetry.traced(
         "workmem.archive.generate",
@@ -328,32 +342,54 @@ class ArchiveWorker:
     ) -> ArchiveStatus:
         """Process this agent session's archives, oldest first, until ``archive_seq`` finishes
         or ``timeout_s`` passes; returns the archive's status (``running`` when the wait ended
-        first: the work goes on)."""
+        first: the work goes on).
+
+        It claims first (a commit's new archive is pending): when this call ran the archive
+        itself, its outcome is the status and nothing is read again. When another worker holds
+        it (or it waits for its backoff), the status is polled; a job that ends in this process
+        (its in-process worker) wakes the wait at once."""
         deadline = time.monotonic() + timeout_s
         delay = 0.02
+        claim_first = True
         while True:
-            async with self.database.tenant(tenant_id) as db:
-                status = await ArchiveJobService(db, tenant_id).status(
-                    agent_session_id, archive_seq
-                )
+            ended = self._job_ended
+            if not claim_first:
+                async with self.database.tenant(tenant_id) as db:
+                    status = await ArchiveJobService(db, tenant_id).status(
+                        agent_session_id, archive_seq
+                    )
+                if status.is_finished or time.monotonic() >= deadline:
+                    return status
+            claim_first = False
             remaining = deadline - time.monotonic()
-            if status.is_finished or remaining <= 0:
-                return status
+            if remaining <= 0:
+                continue
             # The job runs as its own task: when the wait times out, the work goes on.
             task = asyncio.create_task(
-                self.run_once(tenant_id=tenant_id, agent_session_id=agent_session_id)
+                self._run_once(tenant_id=tenant_id, agent_session_id=agent_session_id)
             )
             self._detached.add(task)
             task.add_done_callback(self._detached.discard)
             try:
-                claimed = await asyncio.wait_for(asyncio.shield(task), timeout=remaining)
+                ran = await asyncio.wait_for(asyncio.shield(task), timeout=remaining)
             except TimeoutError:
                 return ArchiveStatus.RUNNING
-            if claimed is None:
+            if ran is None:
                 # Another worker holds the lease, or the archive waits for its backoff.
-                await asyncio.sleep(min(delay, max(0.0, deadline - time.monotonic())))
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(ended.wait(), timeout=min(delay, remaining))
                 delay = min(delay * 2, 0.5)
+                continue
+            claim, outcome = ran
+            finished = _FINISHED.get(outcome)
+            if claim.archive_seq == archive_seq and finished is not None:
+                return finished
+            # An older archive of the agent session ran first: ours is next, claim it at once.
+            claim_first = claim.archive_seq < archive_seq
 
+
+_FINISHED = {"done": ArchiveStatus.DONE, "failed": ArchiveStatus.FAILED}
+"""The outcomes of a job that leave its archive finished."""
 
 _IN_PROCESS_WORKER_LOCK = 0x776D776F726B6572
 """The advisory-lock key of the in-process archive worker (``b"wmworker"`` as a number)."""

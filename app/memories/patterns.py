@@ -206,6 +206,11 @@ FAVOURITE_AFTER: Final = re.compile(
     r")?(?:favou?rite|fave|top pick)(?: (?P<what>[\w -]+))?",
     _F,
 )
+FAVOURITE_MENTION: Final = re.compile(
+    r"\bmy (?:all-time |absolute )?(?:favou?rite|fave|top pick)", _F
+)
+"""What every ``FAVOURITE_AFTER`` match holds, searched first: that pattern tries every word of
+a sentence as the start of its value, so it is slow on a long sentence with no favourite."""
 DISLIKE: Final = re.compile(
     r"\bi (?:really |just |honestly |still )?(?:don't|do not|no longer|can't|cannot|never) "
     r"(?:really |even |much )?(?:like|love|enjoy|stand|eat|drink)\b(?: to)? (?P<object>.+)"
@@ -346,3 +351,42 @@ CLAUSE_END: Final = re.compile(
     r"as|over|rather than|instead of)\b",
     _F,
 )
+
+
+_NAMED_GROUP: Final = re.compile(r"\(\?P<\w+>")
+
+
+def any_of(patterns: tuple[re.Pattern[str], ...]) -> re.Pattern[str]:
+    """One pattern that finds something iff one of ``patterns`` does (``search``), for rules
+    whose patterns each start at the text's start (``^``) or at a word beginning with i, m, w or
+    a (any case), or with a capital letter: its scan tries no other position. Their groups are
+    dropped (it says whether, not what) and their flags kept, per pattern."""
+    body = "|".join(
+        ("(?i:{})" if pattern.flags & re.IGNORECASE else "(?:{})").format(
+            _NAMED_GROUP.sub("(?:", pattern.pattern)
+        )
+        for pattern in patterns
+    )
+    return re.compile(rf"^(?:{body})|(?<!\w)(?=(?i:[imwa])|[A-Z])(?:{body})")
+
+
+STATEMENT_PATTERNS: Final = (
+    LEARNED,
+    FAVOURITE,
+    FAVOURITE_MENTION,
+    DISLIKE,
+    RATHER,
+    LIKE,
+    PASSION,
+    WISH,
+    *(pattern for pattern, _ in WITHDRAWALS),
+    *(rule.pattern for rule in PROFILE_SLOTS),
+    *(pattern for _, pattern, _ in PROFILE_FACTS),
+    *ENTITY,
+    EVENT_ACTION,
+)
+"""Every pattern a user's statement about themselves is read with: a sentence that none of
+them finds anything in states no memory (``FAVOURITE_MENTION`` stands for ``FAVOURITE_AFTER``,
+and a withdrawal is read again as the statement it takes back only when one is found)."""
+ANY_STATEMENT: Final = any_of(STATEMENT_PATTERNS)
+"""One scan of a sentence instead of one per pattern, for the many that state nothing."""

@@ -19,7 +19,7 @@ from typing import Final
 from app.memories import patterns as p
 from app.memories.changes import NOT_PREFIX
 from app.memories.records import Candidate, Category, Extraction, SkipReason
-from app.memories.text import content_words, tokens
+from app.memories.text import at_most_words, content_words, normalise, whole_words
 from app.wm.anchors import PROPER_NOUN_STOP_WORDS
 from app.wm.extractor import clip, sentences
 from app.wm.messages import read_messages
@@ -29,6 +29,7 @@ EXTRACTOR: Final = "rules"
 _FIRST_PERSON: Final = frozenset(
     {"i", "i'm", "i've", "i'd", "i'll", "me", "my", "mine", "myself", "we", "we're", "we've", "our"}
 )
+_FIRST_PERSON_WORD: Final = whole_words(_FIRST_PERSON)
 _KEY_NOISE: Final = frozenset(
     {
         "all",
@@ -104,12 +105,11 @@ def _addressed(text: str) -> bool:
 def _kind(sentence: str, config: RuleConfig) -> _Kind:
     if sentence.endswith("?"):
         return _Kind.QUESTION
-    words = tokens(sentence)
-    if len(words) <= config.chit_chat_max_words and p.CHIT_CHAT.match(sentence):
+    if p.CHIT_CHAT.match(sentence) and at_most_words(sentence, config.chit_chat_max_words):
         return _Kind.CHIT_CHAT
-    if len(words) <= 2 or (
-        len(words) <= config.exclamation_max_words
-        and sentence.endswith("!")
+    if at_most_words(sentence, 2) or (
+        sentence.endswith("!")
+        and at_most_words(sentence, config.exclamation_max_words)
         and not _about_user(sentence)
     ):
         # "Wow, that's cool!": a short exclamation about nothing of the user's.
@@ -118,8 +118,9 @@ def _kind(sentence: str, config: RuleConfig) -> _Kind:
 
 
 def _about_user(sentence: str) -> bool:
-    return p.SUBJECTLESS.match(sentence) is not None or any(
-        word in _FIRST_PERSON for word in tokens(sentence)
+    return (
+        p.SUBJECTLESS.match(sentence) is not None
+        or _FIRST_PERSON_WORD.search(normalise(sentence)) is not None
     )
 
 
@@ -166,7 +167,7 @@ def _preference(sentence: str, seq: int, config: RuleConfig) -> Candidate | None
             f"favorite {what}" if what else "favorite",
             slot_key(favourite.group("value")),
         )
-    after = p.FAVOURITE_AFTER.search(sentence)
+    after = p.FAVOURITE_AFTER.search(sentence) if p.FAVOURITE_MENTION.search(sentence) else None
     if after is not None and _about_user(after.group(0)):
         what = slot_key(after.group("what") or "")
         return _candidate(
@@ -349,8 +350,16 @@ def classify(
         return _candidate(
             Category.LESSON, sentence, seq, _confidence(sentence, 0.6, config), "lesson.correction"
         )
-    if not _about_user(sentence):
+    if not _about_user(sentence) or p.ANY_STATEMENT.search(sentence) is None:
         return None
+    return read_statement(sentence, seq, config)
+
+
+def read_statement(
+    sentence: str, seq: int, config: RuleConfig = DEFAULT_RULE_CONFIG
+) -> Candidate | None:
+    """The memory a user's sentence about themselves states, by the first rule that reads one:
+    never one when ``patterns.ANY_STATEMENT`` finds nothing in it (``classify`` scans first)."""
     if p.LEARNED.search(sentence):
         return _candidate(
             Category.LESSON, sentence, seq, _confidence(sentence, 0.65, config), "lesson.learned"
@@ -391,6 +400,11 @@ def _from_user(
 
 
 def _agent_lessons(text: str, seq: int, config: RuleConfig) -> list[Candidate]:
+    if text.isascii() and p.FIX.search(" ".join(text.replace("**", "").split())) is None:
+        # Each sentence, cleaned, is a stretch of the text so flattened (lines and spaces
+        # joined, bold marks gone) up to the case of its first letter: when the flattened
+        # text states no fix, no sentence does.
+        return []
     return [
         _candidate(
             Category.LESSON,
@@ -427,8 +441,8 @@ def extract_memories(
             candidates += found
             if reason is not None:
                 skipped[reason.value] += 1
-        if view.role in ("assistant", "tool") and p.ERROR_SEEN.search(view.text):
-            error_seen = True
+        if not error_seen and view.role in ("assistant", "tool"):
+            error_seen = p.ERROR_SEEN.search(view.text) is not None
         if view.role == "assistant" and error_seen:
             candidates += _agent_lessons(view.text, seq, config)
         if view.role != "system":

@@ -8,9 +8,13 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Iterable
+from functools import lru_cache
+from itertools import islice
 from typing import Final
 
-_WORD: Final = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
+_LETTER: Final = r"[^\W_]"
+_WORD: Final = re.compile(rf"{_LETTER}+(?:['’]{_LETTER}+)*")
 
 
 def _words(listing: str) -> list[str]:
@@ -42,8 +46,28 @@ def tokens(text: str) -> list[str]:
     return _WORD.findall(normalise(text))
 
 
+def at_most_words(text: str, limit: int) -> bool:
+    """Whether ``text`` has at most ``limit`` words (``len(tokens(text)) <= limit``), reading
+    no further than the word after the limit."""
+    # Casing never splits or joins a word, so plain ASCII is read as it is.
+    found = _WORD.finditer(text if text.isascii() else normalise(text))
+    return next(islice(found, limit, None), None) is None
+
+
+def whole_words(words: Iterable[str]) -> re.Pattern[str]:
+    """A pattern that finds any of ``words`` in normalised text exactly where ``tokens`` would
+    read it as a word of its own: not part of a longer word, nor joined to one by an apostrophe.
+    ``whole_words(W).search(normalise(t))`` finds something iff a token of ``t`` is in ``W``."""
+    alternatives = "|".join(re.escape(word) for word in sorted(words, key=len, reverse=True))
+    return re.compile(
+        rf"(?<!{_LETTER})(?<!{_LETTER}')(?:{alternatives})(?!{_LETTER})(?!'{_LETTER})"
+    )
+
+
+@lru_cache(maxsize=1 << 16)
 def stem(word: str) -> str:
-    """``_stem_once`` twice, so a plural of a gerund meets its verb (``paintings`` → ``paint``)."""
+    """``_stem_once`` twice, so a plural of a gerund meets its verb (``paintings`` → ``paint``).
+    Kept for the words met last: the same words come back in every text."""
     return _stem_once(_stem_once(word))
 
 

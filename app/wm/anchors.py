@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final, Literal
 
@@ -89,6 +90,7 @@ _CAPITALISED = re.compile(r"(?<![^\W_])[^\W\d_a-z][^\W_]*")
 # Not after a comma or a dollar sign: the decimals of "$1,200.50" are an amount, not a version.
 _VERSION = re.compile(r"(?<![\w.,$])v?\d+(?:\.\d+)+(?![\w])")
 _BACKTICKED = re.compile(r"`([^`\n]+)`")
+_ANY_DIGIT = re.compile(r"\d")
 
 _TITLE_WORD = re.compile(r"[^\W\d_](?:[^\W_]|\.){2,}")
 _DIGITS = re.compile(r"[0-9]+")
@@ -112,6 +114,32 @@ class AnchorSpan:
 def anchor_spans(text: str) -> list[AnchorSpan]:
     """Every anchor occurrence in text order."""
     found: list[AnchorSpan] = []
+    # Dates, quantities, amounts, clock times and versions all hold a digit: a text without one
+    # (most sentences) is not searched for them.
+    numbers = _ANY_DIGIT.search(text) is not None
+    if numbers:
+        _number_spans(text, found)
+    for match in _DECISION.finditer(text):
+        word = match.group(0)
+        found.append(AnchorSpan(match.start(), word, word.lower(), "decision"))
+    for match in _CAPITALISED.finditer(text):
+        word = match.group(0)
+        if _is_proper_noun(word):
+            found.append(AnchorSpan(match.start(), word, word.lower(), "proper_noun"))
+    if numbers:
+        for match in _VERSION.finditer(text):
+            version = match.group(0)
+            found.append(AnchorSpan(match.start(), version, version.lower(), "version"))
+    if "`" in text:
+        for match in _BACKTICKED.finditer(text):
+            inner = match.group(1).strip()
+            if inner:
+                found.append(AnchorSpan(match.start(), match.group(0), inner.lower(), "identifier"))
+    found.sort(key=lambda span: span.position)
+    return found
+
+
+def _number_spans(text: str, found: list[AnchorSpan]) -> None:
     for match in _ISO_DATE.finditer(text):
         found.append(AnchorSpan(match.start(), match.group(0), match.group(0), "date"))
     for match in _LONG_DATE.finditer(text):
@@ -128,22 +156,6 @@ def anchor_spans(text: str) -> list[AnchorSpan]:
         clock, half = match.groups()
         key = f"{clock} {half.lower()}"
         found.append(AnchorSpan(match.start(), match.group(0), key, "clock"))
-    for match in _DECISION.finditer(text):
-        word = match.group(0)
-        found.append(AnchorSpan(match.start(), word, word.lower(), "decision"))
-    for match in _CAPITALISED.finditer(text):
-        word = match.group(0)
-        if _is_proper_noun(word):
-            found.append(AnchorSpan(match.start(), word, word.lower(), "proper_noun"))
-    for match in _VERSION.finditer(text):
-        version = match.group(0)
-        found.append(AnchorSpan(match.start(), version, version.lower(), "version"))
-    for match in _BACKTICKED.finditer(text):
-        inner = match.group(1).strip()
-        if inner:
-            found.append(AnchorSpan(match.start(), match.group(0), inner.lower(), "identifier"))
-    found.sort(key=lambda span: span.position)
-    return found
 
 
 @functools.lru_cache(maxsize=8192)
@@ -152,6 +164,31 @@ def anchors(text: str) -> frozenset[str]:
 
     Cached: the same items are read again by every batch of an archive and by every guard."""
     return frozenset(span.key for span in anchor_spans(text))
+
+
+# How a line may end so that an anchor runs on over the line break after it: a number (a
+# quantity, a clock time, a date's day) or a month (a date's year on the next line); a blank
+# line may lie inside such an anchor.
+_RUNS_ON = re.compile(r"(?:\d|(?:" + "|".join(MONTHS) + r"),?)\Z", re.IGNORECASE)
+_RUNS_ON_CHARS = len("september,")
+
+
+def lines_anchors(lines: Sequence[str]) -> frozenset[str]:
+    """``anchors`` of the lines joined by line breaks, from the anchors of each run of lines an
+    anchor may span (most often one line; kept from one batch to the next): no anchor spans a
+    line break after a line that does not run on, and such a break reads as the text's end."""
+    found: set[str] = set()
+    start = 0
+    for index, line in enumerate(lines):
+        if index == len(lines) - 1 or not _runs_on(line):
+            found |= anchors("\n".join(lines[start : index + 1]))
+            start = index + 1
+    return frozenset(found)
+
+
+def _runs_on(line: str) -> bool:
+    tail = line.rstrip()
+    return not tail or _RUNS_ON.search(tail, max(0, len(tail) - _RUNS_ON_CHARS)) is not None
 
 
 def _is_proper_noun(word: str) -> bool:

@@ -264,6 +264,7 @@ def result_of(
                 (cited or {}).get(section, {}),
                 provenance.prior.get(section, ()),
                 provenance.roles,
+                reuse=provenance.reuse,
             )
         if provenance.cited is None:
             facts = Section.KEY_FACTS
@@ -275,6 +276,7 @@ def result_of(
             (prior or {}).get(task, "").strip(),
             provenance.prior.get(task, ()),
             provenance.evidence,
+            reuse=provenance.reuse,
         )
         ordered[task], sources[task] = checked.body, checked.sources
         index = SECTIONS.index(task)

@@ -21,9 +21,9 @@ from app.wm.guards import is_constraint
 from app.wm.items import (
     Marker,
     is_heading,
-    is_kept,
     markers_of,
     normalise,
+    snippet,
     split_items,
     strip_bullet,
     strip_markers,
@@ -32,6 +32,7 @@ from app.wm.items import (
 from app.wm.ops import OpKind, SectionOp, append, update
 from app.wm.reasons import Reason
 from app.wm.references import SeqRange, Seqs, cite, normalised_seqs, with_reference
+from app.wm.reuse import Reuse, for_evidence, for_roles
 from app.wm.sections import SECTIONS, Section
 from app.wm.support import inverts, opposes, same_claim, supported
 
@@ -128,7 +129,8 @@ class Provenance:
     ``source_key`` (the offline extractor's, for every section); ``None`` means they are read
     from the ops' trailing references (a model). ``evidence``: the user messages of this
     archive that state a constraint, by seq, their text normalised. ``roles``: the role of each
-    message of this archive by seq (a pinned message counts as ``pin`` too).
+    message of this archive by seq (a pinned message counts as ``pin`` too). ``reuse``: what
+    earlier batches of the same archive found of the same ``evidence`` and ``roles``.
     """
 
     allowed: SeqRange
@@ -136,6 +138,7 @@ class Provenance:
     cited: Mapping[str, Seqs] | None = None
     evidence: Mapping[int, str] = field(default_factory=dict)
     roles: Mapping[int, tuple[str, ...]] = field(default_factory=dict)
+    reuse: Reuse | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,6 +183,8 @@ def attribute(
     cited: Mapping[str, Seqs],
     prior: Sequence[ItemSource],
     roles: Mapping[int, tuple[str, ...]] | None = None,
+    *,
+    reuse: Reuse | None = None,
 ) -> SectionSources:
     """The sources of every item of ``body``: what was cited for it, what the same item had in
     the prior, and the sources of every prior item it absorbed: an UPDATE that merges items
@@ -195,35 +200,62 @@ def attribute(
     """
     items = split_items(body)
     keys = [source_key(item) for item in items]
-    by_key: dict[str, Seqs] = {}
+    shared = for_roles(reuse, roles or {})
+    if (
+        shared.attributed(body) is prior
+        and len(set(keys)) == len(keys)
+        and not any(key in cited for key in keys)
+    ):
+        # The sources this archive gave the same body, as they were, and nothing new cited:
+        # every item already has its own sources, its seqs' roles, and no prior item is lost.
+        return tuple(prior)
+    # Seqs are cut to the newest ``MAX_SEQS_PER_ITEM`` once, at the end: the newest of a union
+    # are the newest of the union of its parts' newest, so cutting the parts first changes nothing.
+    by_key: dict[str, list[int]] = {}
     authority_by_key: dict[str, set[str]] = {}
     for entry in prior:
         key = source_key(entry.item)
-        by_key[key] = normalised_seqs([*by_key.get(key, ()), *entry.seqs])
+        by_key.setdefault(key, []).extend(entry.seqs)
         authority_by_key.setdefault(key, set()).update(entry.authority)
     seqs: list[set[int]] = [{*cited.get(key, ()), *by_key.get(key, ())} for key in keys]
     authority: list[set[str]] = [set(authority_by_key.get(key, ())) for key in keys]
     present = set(keys)
     gone = [entry for entry in prior if entry.seqs and source_key(entry.item) not in present]
-    if gone:
-        lowered = [item.lower() for item in items]
-        item_anchors = [anchors(item) for item in items]
-        for entry in gone:
-            wanted = anchors(entry.item)
-            held = [wanted & found for found in item_anchors]
-            spread = len(set().union(*held)) * 2 >= len(wanted) > 0
-            for index, item in enumerate(lowered):
-                if is_kept(entry.item, item) or (spread and held[index]):
-                    seqs[index].update(entry.seqs)
-                    authority[index].update(entry.authority)
-    known = roles or {}
+    for index, absorbed in _absorbing(items, gone):
+        seqs[index].update(absorbed.seqs)
+        authority[index].update(absorbed.authority)
     found_sources: list[ItemSource] = []
     for item, found, who in zip(items, seqs, authority, strict=True):
         kept = normalised_seqs(found)
-        for seq in kept:
-            who.update(known.get(seq, ()))
+        who.update(shared.who(kept))
         found_sources.append(ItemSource(item, kept, authority=authority_of(who)))
-    return tuple(found_sources)
+    attributed = tuple(found_sources)
+    shared.keep_attributed(body, attributed)
+    return attributed
+
+
+def _absorbing(items: list[str], gone: list[ItemSource]) -> list[tuple[int, ItemSource]]:
+    """Each (index of an item, prior item it absorbed) for the prior items the body lost."""
+    lowered = [item.lower() for item in items]
+    holders: dict[str, list[int]] | None = None
+    pairs: list[tuple[int, ItemSource]] = []
+    for entry in gone:
+        wanted = anchors(entry.item)
+        by_anchor: set[int] = set()
+        if wanted:
+            if holders is None:
+                holders = {}
+                for index, item in enumerate(items):
+                    for anchor in anchors(item):
+                        holders.setdefault(anchor, []).append(index)
+            held = [anchor for anchor in wanted if anchor in holders]
+            if len(held) * 2 >= len(wanted):
+                by_anchor = {index for anchor in held for index in holders[anchor]}
+        cut = snippet(entry.item)
+        for index, item in enumerate(lowered):
+            if index in by_anchor or cut in item:
+                pairs.append((index, entry))
+    return pairs
 
 
 @dataclass(frozen=True, slots=True)
@@ -271,7 +303,7 @@ def _verdict(
     established: Sequence[str],
     found: Seqs,
     evidence: Mapping[int, str],
-    earlier: Mapping[int, Sequence[str]],
+    prior: Sequence[ItemSource],
 ) -> Reason | None:
     """Why a new Task & Goals constraint is not the user's to keep, or None when it is.
 
@@ -282,6 +314,10 @@ def _verdict(
     if not found:
         return Reason.UNSOURCED_CONSTRAINT
     said = [evidence[seq] for seq in found if seq in evidence]
+    earlier: dict[int, list[str]] = {}
+    for entry in prior:
+        for seq in entry.evidence:
+            earlier.setdefault(seq, []).append(strip_markers(entry.item))
     # Every seq found is one of this archive's (``evidence``) or a prior constraint's evidence.
     said += [text for seq in found if seq not in evidence for text in earlier.get(seq, ())]
     sentences = _sentences(said)
@@ -292,12 +328,21 @@ def _verdict(
     return None if supported(text, said) else Reason.UNSOURCED_CONSTRAINT
 
 
+def _found(key: str, entry: ItemSource, pool: set[int], shared: Reuse) -> Seqs:
+    """The constraint evidence for an item: its seqs among ``pool``, and the messages it
+    quotes word for word."""
+    quoted = shared.quoted(key) if len(key.split()) >= _QUOTE_MIN_WORDS else ()
+    return normalised_seqs([*(seq for seq in entry.seqs if seq in pool), *quoted])
+
+
 def mark_unsourced(
     body: str,
     sources: SectionSources,
     prior_body: str,
     prior: Sequence[ItemSource],
     evidence: Mapping[int, str],
+    *,
+    reuse: Reuse | None = None,
 ) -> Unsourced:
     """Mark every new Task & Goals item that is not the user's to keep (a constraint or goal of
     the prior, or restored as ``[kept constraint]``, is never marked):
@@ -319,10 +364,6 @@ def mark_unsourced(
     carried = {source_key(item) for item in prior_items if not markers_of(item) & _MARKED}
     established = [strip_markers(item) for item in prior_items if is_constraint(item)]
     pool = set(evidence).union(*(entry.evidence for entry in prior))
-    earlier: dict[int, list[str]] = {}
-    for entry in prior:
-        for seq in entry.evidence:
-            earlier.setdefault(seq, []).append(strip_markers(entry.item))
     items: list[tuple[int, str]] = []
     lines = body.splitlines()
     for number, line in enumerate(lines):
@@ -335,15 +376,15 @@ def mark_unsourced(
     order = sorted(
         range(len(items)), key=lambda i: Marker.KEPT_CONSTRAINT not in markers_of(items[i][1])
     )
+    shared = for_evidence(reuse, evidence)
     for index in order:
         item, entry = items[index][1], kept[index]
         key = source_key(item)
         constraint = is_constraint(item)
-        quotable = len(key.split()) >= _QUOTE_MIN_WORDS
-        quoted = [seq for seq, text in evidence.items() if quotable and key in text]
-        found = normalised_seqs([*(seq for seq in entry.seqs if seq in pool), *quoted])
+        found: Seqs = ()
         if key in protected:
             reason = None
+            found = _found(key, entry, pool, shared)
         elif (key in carried and not constraint) or markers_of(item) & _SETTLED:
             continue
         elif not entry.instructs:
@@ -351,7 +392,8 @@ def mark_unsourced(
         elif not constraint:
             continue
         else:
-            reason = _verdict(strip_markers(item), established, found, evidence, earlier)
+            found = _found(key, entry, pool, shared)
+            reason = _verdict(strip_markers(item), established, found, evidence, prior)
         if reason is None:
             kept[index] = replace(
                 entry, seqs=normalised_seqs([*entry.seqs, *found]), evidence=found

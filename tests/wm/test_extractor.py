@@ -346,6 +346,32 @@ def test_files_skip_known_paths_and_pack_when_over_the_limit() -> None:
     assert len(split_items(merged.sections[Section.FILES])) <= 20
 
 
+@pytest.mark.parametrize(
+    ("prior", "mention", "kept"),
+    [
+        ("- app/models/user.py", "user.py", False),
+        ("- app/models/user.py", "models/user.py", False),
+        ("- app/models/user.py", "/models/user.py", False),
+        ("- app/models/user.py", "els/user.py", True),
+        ("- app/models/user.py", "app/models/user.py", False),
+        ("- app/models/user.py", "src/app/models/user.py", True),
+        ("- user.py", "app/user.py", True),
+        ("- /srv/", "/srv/", False),
+        ("- docs/", "docs/guide.md", True),
+        ("", "docs/guide.md", True),
+    ],
+)
+def test_files_skip_a_path_a_known_one_ends_with(prior: str, mention: str, kept: bool) -> None:
+    op = ops([user(f"Look at {mention} now")], {Section.FILES: prior})["Files & Context"]
+    items = op.get("items", [])
+    assert (f"{mention.rstrip('/')} (mentioned by User)" in items) is kept
+
+
+def test_files_name_a_path_once_however_often_mentioned() -> None:
+    messages = [user("Open app/core/db.py."), user("Now db.py again, and app/core/db.py.")]
+    assert ops(messages)["Files & Context"]["items"] == ["app/core/db.py (mentioned by User)"]
+
+
 def test_files_with_nothing_new_keep() -> None:
     assert ops([user("no paths here")])["Files & Context"] == {"op": "KEEP"}
 

@@ -64,3 +64,27 @@ def test_paths_keep_the_order_of_first_appearance() -> None:
 @pytest.mark.parametrize("extension", EXTENSIONS)
 def test_every_listed_extension_is_a_path(extension: str) -> None:
     assert find_paths(f"name.{extension}") == [f"name.{extension}"]
+
+
+@pytest.mark.parametrize(
+    ("text", "paths"),
+    [
+        # Paths on many lines, lines with none between them, each found once at its first line.
+        ("no path\napp/a.py here\nnothing\n  b/c/d\nagain app/a.py", ["app/a.py", "b/c/d"]),
+        # A chain first seen on a later line than a file name keeps the order of appearance.
+        ("x.md\n\nsrc/lib\n", ["x.md", "src/lib"]),
+        # A line break ends a path as the text's end does.
+        ("a/b\nc.py\n", ["a/b", "c.py"]),
+        ("a/b\n/c", ["a/b"]),
+        ("tail.py\n.md", ["tail.py"]),
+        ("name.\npy", []),
+        ("a\\\nb.py", ["b.py"]),
+        # The same path found as a file name and as a chain counts where it was found first.
+        ("see lib/x\nand lib/x.py and lib/x", ["lib/x", "lib/x.py"]),
+        # Around a URL, lines are scanned as well (before, inside and after it).
+        ("a.py\nhttp://h/x/y.ts\nc/d", ["a.py", "/x/y.ts", "c/d"]),
+        ("only a slash / here\nand a dot . there", []),
+    ],
+)
+def test_paths_over_lines(text: str, paths: list[str]) -> None:
+    assert find_paths(text) == paths

@@ -113,6 +113,12 @@ def test_a_prior_item_without_sources_is_never_looked_for() -> None:
     assert found == (ItemSource("something else", ()),)
 
 
+def test_a_prior_item_without_anchors_is_absorbed_by_its_first_characters_only() -> None:
+    prior = (ItemSource("the cat sat on the mat", (4,)), ItemSource("a dog ran off", (5,)))
+    found = attribute("- the cat sat on the mat, then the dog left", {}, prior)
+    assert found == (ItemSource("the cat sat on the mat, then the dog left", (4,)),)
+
+
 # --- the unsourced-constraint rule ------------------------------------------------------------
 
 

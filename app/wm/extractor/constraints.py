@@ -48,11 +48,27 @@ _GUESS: Final = re.compile(
 )
 
 
+def _may_guess(folded: str) -> bool:
+    return "must" in folded
+
+
+def _may_prefer(folded: str) -> bool:
+    return "prefer" in folded or "rather" in folded
+
+
+# Every character the patterns above read as a letter of "must", "prefer" or "rather" (in any
+# case) folds to that letter, so a sentence whose folded text lacks the word has no match: the
+# patterns are not run over most sentences.
+
+
 def is_constraint_sentence(sentence: str, *, chat: bool) -> bool:
     """Whether a user sentence is a constraint to keep in Task & Goals."""
     if sentence.rstrip().endswith(("?", "？")):
         return False
-    text = _PREFERENCE.sub(" ", _GUESS.sub(" ", sentence))
+    folded = sentence.casefold()
+    text = _GUESS.sub(" ", sentence) if _may_guess(folded) else sentence
+    if _may_prefer(folded):
+        text = _PREFERENCE.sub(" ", text)
     if not is_constraint(text):
         return False
     if _DIRECTIVE.search(text):
@@ -62,4 +78,6 @@ def is_constraint_sentence(sentence: str, *, chat: bool) -> bool:
 
 def is_preference_sentence(sentence: str) -> bool:
     """Whether a sentence states its speaker's own preference ("I prefer X over Y")."""
-    return not sentence.rstrip().endswith(("?", "？")) and _PREFERENCE.search(sentence) is not None
+    if sentence.rstrip().endswith(("?", "？")) or not _may_prefer(sentence.casefold()):
+        return False
+    return _PREFERENCE.search(sentence) is not None

@@ -14,7 +14,14 @@ from typing import Final
 from app.wm.extractor.arguments import append_op, keep_op
 from app.wm.extractor.config import ExtractorConfig
 from app.wm.extractor.corrections import Correction, correction
-from app.wm.extractor.reading import LEADING_MARKUP, Reading, clip, label, sentences
+from app.wm.extractor.reading import (
+    LEADING_MARKUP,
+    Reading,
+    clip,
+    label,
+    lines_holding,
+    sentences,
+)
 from app.wm.items import fresh_items
 from app.wm.messages import MessageView
 
@@ -64,19 +71,18 @@ def _correction_item(
     )
 
 
-_ANY_TOOL_ERROR: Final = re.compile(r"Error|Exception|fatal|fail|traceback", re.IGNORECASE)
-"""A word every error line of tool output holds: a text without one has none, and its lines are
-never read one by one (most tool output reports no error)."""
+_ANY_TOOL_ERROR: Final = re.compile(r"[eE](?i:rror|xception)|[fF](?i:atal|ail)|[tT](?i:raceback)")
+"""A word every error line of tool output holds, in any case: only the lines holding one are read
+(most tool output reports no error). Its first letter is spelled out (no other character is the
+same letter in another case), so the search skips to the next ``e``, ``f`` or ``t``."""
+_ANY_ERROR_NAME: Final = re.compile(r"Error|Exception")
+"""What every exception name holds: the only error lines of what people write."""
 
 
 def _error_lines(text: str, *, tool_output: bool) -> list[str]:
-    if tool_output:
-        if _ANY_TOOL_ERROR.search(text) is None:
-            return []
-    elif "Error" not in text and "Exception" not in text:
-        return []
+    hint = _ANY_TOOL_ERROR if tool_output else _ANY_ERROR_NAME
     lines: list[str] = []
-    for line in text.splitlines():
+    for line in lines_holding(text, hint.finditer(text)):
         stripped = LEADING_MARKUP.sub("", line.strip())
         if not stripped or _CODE_LISTING.match(stripped) or _CODE_LINE.match(stripped):
             continue

@@ -30,12 +30,13 @@ _FOCUSED_OUTPUT_PATHS: Final = 3
 
 
 def files_op(reading: Reading, prior: str, config: ExtractorConfig) -> dict[str, object]:
-    known = set(find_paths(prior))
+    known = _KnownPaths(find_paths(prior))
     chosen: dict[str, tuple[str, MessageView]] = {}
     for path, source, view in _path_mentions(reading):
-        if _is_noise_path(path) or _already_known(path, known | set(chosen)):
+        if path in chosen or _is_noise_path(path) or known.holds(path):
             continue
         chosen[path] = (source, view)
+        known.add(path)
     fresh = fresh_items(
         prior,
         [reading.cite(f"{path} ({source})", view) for path, (source, view) in chosen.items()],
@@ -87,8 +88,26 @@ def _is_noise_path(path: str) -> bool:
     return all(len(segment) <= 2 for segment in segments) or "site-packages" in path
 
 
-def _already_known(path: str, known: set[str]) -> bool:
-    return any(other == path or other.endswith("/" + path.lstrip("/")) for other in known)
+class _KnownPaths:
+    """Paths already known, and the tails after each of their ``/``: a path is known when one
+    of them is the same path or ends with it after a ``/`` (``app/a.py`` knows ``a.py``), found
+    by one look-up instead of comparing it with every known path."""
+
+    def __init__(self, paths: Iterable[str]) -> None:
+        self.paths: set[str] = set()
+        self.tails: set[str] = set()
+        for path in paths:
+            self.add(path)
+
+    def add(self, path: str) -> None:
+        self.paths.add(path)
+        slash = path.find("/")
+        while slash >= 0:
+            self.tails.add(path[slash + 1 :])
+            slash = path.find("/", slash + 1)
+
+    def holds(self, path: str) -> bool:
+        return path in self.paths or path.lstrip("/") in self.tails
 
 
 def _pack_files(old: list[str], fresh: list[str], config: ExtractorConfig) -> str:

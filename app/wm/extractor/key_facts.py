@@ -13,7 +13,7 @@ from collections.abc import Callable
 from functools import lru_cache, partial
 from typing import Final
 
-from app.wm.anchors import PROPER_NOUN_STOP_WORDS, anchor_spans, anchors
+from app.wm.anchors import PROPER_NOUN_STOP_WORDS, AnchorSpan, anchor_spans, lines_anchors
 from app.wm.extractor.arguments import append_op, keep_op, update_op
 from app.wm.extractor.config import ExtractorConfig
 from app.wm.extractor.constraints import is_preference_sentence
@@ -28,10 +28,18 @@ from app.wm.tokens import TokenCounter
 DIGEST_PREFIX: Final = "Earlier facts:"
 
 _DIGIT: Final = re.compile(r"\d")
-_FACT_TOKEN: Final = re.compile(
-    r"`[^`\n]+`|\$\d[\d,]*(?:\.\d+)?|(?<![\w.])[^\W_]*\d[\w.:-]*|[^\W\d_a-z][^\W_]{2,}"
-    r"|(?i:\b(?:because|decided|chose|committed|agreed|resolved)\b)"
+# Backticked text, an amount, a word holding a digit (up to its last ``.:-`` part), a word that
+# does not start with a lower-case ASCII letter, or a decision word. A word holding a digit is
+# found at its first digit (the letters before it, then a digit): the same match as looking for
+# its last one, without trying every shorter prefix of the word.
+_FACT_PATTERN: Final = (
+    r"`[^`\n]+`|\$\d[\d,]*(?:\.\d+)?|(?<![\w.])[^\W\d_]*\d[\w.:-]*|[^\W\d_a-z][^\W_]{2,}"
+    r"|(?<!\w)(?i:because|decided|chose|committed|agreed|resolved)(?!\w)"
 )
+_FACT_TOKEN: Final = re.compile(_FACT_PATTERN)
+_FACT_TOKEN_ASCII: Final = re.compile(_FACT_PATTERN, re.ASCII)
+"""The same pattern for ASCII text, which both read alike (it has no whitespace class, the one
+whose ASCII meaning differs on ASCII text): ASCII classes are cheaper to test."""
 _FACT_MIN_WORDS: Final = 4
 _STATEMENT_MIN_WORDS: Final = 7
 
@@ -58,16 +66,19 @@ def key_facts_op(
         text = make()
         if fresh(text):
             chosen.append((order, reading.cite(text, *views)))
-    for score, order, text, view in sorted(statements, key=lambda e: (-e[0], e[1])):
+    # A statement's text is clipped only once it is looked at (most never are).
+    for score, order, fact, view in sorted(statements, key=lambda e: (-e[0], e[1])):
         if len(chosen) >= config.key_facts_per_batch or score == 0:
             break
+        text = clip(fact, config.item_chars)
         if fresh(text):
             chosen.append((order, reading.cite(text, view)))
     if len(chosen) < config.key_facts_minimum:
         # A short exchange without names, dates or numbers still has a point: keep its most
         # substantial statements rather than nothing.
+        clipped = ((s, o, clip(fact, config.item_chars), v) for s, o, fact, v in statements)
         plain = sorted(
-            (e for e in statements if e[0] == 0 and _is_statement(e[2])),
+            (e for e in clipped if e[0] == 0 and _is_statement(e[2])),
             key=lambda entry: (-len(entry[2]), entry[1]),
         )
         for _, order, text, view in plain:
@@ -93,7 +104,7 @@ Statements = list[tuple[int, int, str, MessageView]]
 def _fact_candidates(reading: Reading, config: ExtractorConfig) -> tuple[Calls, Statements]:
     """Every possible fact, in conversation order: tool calls as ``(order, make text, the call
     and its result)``, and statements as ``(score, order, text, message)``, scored 0 below the
-    threshold of 2."""
+    threshold of 2 (the text not yet clipped)."""
     calls: Calls = []
     statements: Statements = []
     order = 0
@@ -115,7 +126,7 @@ def _fact_candidates(reading: Reading, config: ExtractorConfig) -> tuple[Calls, 
                 continue
             relative = day is not None and has_relative_time(sentence)
             score = int(relative) + fact_score(sentence, reading.speaker_words)
-            if view.role == "user" and is_preference_sentence(sentence):
+            if score < 2 and view.role == "user" and is_preference_sentence(sentence):
                 # The user's own preference is a fact about them, never a task constraint.
                 score = max(score, 2)
             fact = sentence
@@ -124,9 +135,7 @@ def _fact_candidates(reading: Reading, config: ExtractorConfig) -> tuple[Calls, 
                 fact = f"{resolve_relative(sentence, day)} (said on {format_day(day)})"
             if view.speaker != "assistant":
                 fact = f"{label(view)}: {fact}"
-            statements.append(
-                (score if score >= 2 else 0, order, clip(fact, config.item_chars), view)
-            )
+            statements.append((score if score >= 2 else 0, order, fact, view))
             order += 1
     return calls, statements
 
@@ -148,7 +157,8 @@ def fact_score(sentence: str, speaker_words: frozenset[str]) -> int:
     one more if it holds a number. One pattern over the sentence: this runs for every sentence
     of every archive, where the full anchor scan of guard B would dominate a commit."""
     keys: set[str] = set()
-    for token in _FACT_TOKEN.findall(sentence):
+    pattern = _FACT_TOKEN_ASCII if sentence.isascii() else _FACT_TOKEN
+    for token in pattern.findall(sentence):
         key = token.strip("`").lower()
         opener = token[0].isupper() and not _DIGIT.search(token)
         if opener and (not token[1:3].isalpha() or key in PROPER_NOUN_STOP_WORDS):
@@ -194,7 +204,7 @@ def _consolidate_facts(
     target = max(1, config.key_facts_limit_items - len(fresh) - digest_lines)
     packed = _pack(plain, target)
 
-    line_tokens = lru_cache(maxsize=None)(counter)
+    line_tokens = partial(_line_tokens, counter)
 
     def render() -> list[str]:
         entries = list(digest.values())
@@ -214,8 +224,8 @@ def _consolidate_facts(
     while packed and over(content):
         _fold(digest, packed.pop(0))
         content = render()
-    old_anchors = anchors("\n".join(old))
-    kept = anchors("\n".join([*packed, *fresh]))
+    old_anchors = lines_anchors(old)
+    kept = lines_anchors([*packed, *fresh])
     # Least specific anchors first; ties keep the digest's order (sorted is stable).
     victims = sorted(digest, key=lambda key: _DIGEST_PRIORITY[digest[key][1]])
     for victim in victims:
@@ -230,8 +240,20 @@ def _consolidate_facts(
 
 
 def _fold(digest: dict[str, tuple[str, str]], text: str) -> None:
-    for span in anchor_spans(text):
+    for span in _spans(text):
         digest.setdefault(span.key, (span.surface, span.kind))
+
+
+@lru_cache(maxsize=8192)
+def _line_tokens(counter: TokenCounter, line: str) -> int:
+    """A line's tokens, kept: most lines of a full section are the same in the next batch."""
+    return counter(line)
+
+
+@lru_cache(maxsize=4096)
+def _spans(text: str) -> tuple[AnchorSpan, ...]:
+    """A text's anchors in order, kept: the digest's lines are folded again in every batch."""
+    return tuple(anchor_spans(text))
 
 
 def _pack(items: list[str], target: int) -> list[str]:

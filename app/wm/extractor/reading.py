@@ -8,8 +8,11 @@ op for any section.
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
+from collections.abc import Iterator
 from datetime import date
 from functools import lru_cache
+from itertools import accumulate, chain
 
 from app.wm.extractor.dates import format_day, session_day
 from app.wm.messages import MessageView
@@ -112,6 +115,27 @@ def _sentences(text: str) -> tuple[str, ...]:
             if sentence:
                 found.append(sentence)
     return tuple(found)
+
+
+_LINE_BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+"""What ``str.splitlines`` cuts at (``\r\n`` is one break)."""
+
+
+def lines_holding(text: str, hits: Iterator[re.Match[str]]) -> Iterator[str]:
+    """The lines of ``text`` (as ``splitlines`` cuts them) holding one of ``hits`` (matches in
+    ``text``, in order), each once, in order: a rule that keeps only lines with some word reads
+    those lines and skips the others, however long the text."""
+    first = next(hits, None)
+    if first is None:
+        return
+    pieces = text.splitlines(keepends=True)
+    ends = list(accumulate(map(len, pieces)))
+    last = -1
+    for hit in chain((first,), hits):
+        index = bisect_right(ends, hit.start())
+        if index != last:
+            last = index
+            yield pieces[index].rstrip(_LINE_BREAKS)
 
 
 def is_greeting(sentence: str) -> bool:

@@ -1,0 +1,112 @@
+"""The statements of a waiting commit: phase 1, the claim, the job's read and write, the answer.
+
+Counted through a cursor that sees ORM, Core and driver-level statements alike, on messages
+that make no long-term memory (so the count is the archive's own). What it pins: the seven
+section versions go in one statement, the job reads the agent-session row once, and the waiting
+request takes its own job's outcome as the archive's status instead of reading it again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+import httpx
+import pytest
+from asgi_lifespan import LifespanManager
+
+from app.config import Settings
+from app.db import Database
+from app.main import create_app
+from app.tenancy.auth import AUTHENTICATOR
+from tests.conftest import TenantKeys, make_tenant
+from tests.support.postgres import PostgresForTests
+from tests.support.statements import StatementLog
+
+
+@dataclass
+class Counted:
+    http: httpx.AsyncClient
+    log: StatementLog
+    keys: TenantKeys
+
+    async def waiting_commit(self, messages: int) -> list[str]:
+        """The statements of a waiting commit of a new agent session with ``messages``."""
+        created = await self.http.post("/v1/sessions", json={}, headers=self.keys.write)
+        agent_session_id = created.json()["id"]
+        batch = [
+            {"role": "user" if n % 2 == 0 else "assistant", "content": f"step {n} of the plan"}
+            for n in range(messages)
+        ]
+        response = await self.http.post(
+            f"/v1/sessions/{agent_session_id}/messages:batch",
+            json={"messages": batch},
+            headers=self.keys.write,
+        )
+        assert response.status_code == 201, response.text
+        with self.log.recording() as statements:
+            response = await self.http.post(
+                f"/v1/sessions/{agent_session_id}/commit",
+                json={"keep_recent_count": 2, "wait": True},
+                headers=self.keys.write,
+            )
+        assert response.status_code == 200, response.text
+        assert response.json()["status"] == "done", response.text
+        return statements
+
+
+@pytest.fixture(scope="module")
+async def counted(postgres: PostgresForTests, settings: Settings) -> AsyncIterator[Counted]:
+    url = postgres.create_app_database("wmcommitcount").app
+    log = StatementLog()
+    database = Database.from_url(url, pool_size=4, on_connect=log.install)
+    app = create_app(settings.model_copy(update={"database_url": url}), database=database)
+    async with (
+        LifespanManager(app) as manager,
+        httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=manager.app), base_url="http://workmem.test"
+        ) as http,
+    ):
+        AUTHENTICATOR.get(app).ttl_s = 3600.0
+        counted = Counted(http, log, await make_tenant(database, "commits"))
+        await counted.waiting_commit(4)  # warm-up: the key and the lineage are cached after it
+        yield counted
+    await database.dispose()
+
+
+def matching(statements: list[str], *needles: str) -> list[str]:
+    return [s for s in statements if all(needle in s for needle in needles)]
+
+
+async def test_a_waiting_commit_costs_the_same_whatever_the_archive_holds(
+    counted: Counted,
+) -> None:
+    few = await counted.waiting_commit(6)
+    many = await counted.waiting_commit(300)
+    assert len(few) == len(many), "\n".join(many)
+
+
+async def test_a_waiting_commit_writes_its_sections_at_once_and_reads_nothing_twice(
+    counted: Counted,
+) -> None:
+    statements = await counted.waiting_commit(40)
+    # Phase 1 reads the first turn inside the archive's insert.
+    assert not [s for s in statements if s.startswith("SELECT messages.turn FROM messages")]
+    [insert] = matching(statements, "INSERT INTO archives")
+    assert "messages.turn" in insert
+    # The claim, then the seven section versions in one multi-row statement.
+    assert len(matching(statements, "workmem_claim_archive(")) == 1
+    [sections] = matching(statements, "INSERT INTO wm_section_versions")
+    assert sections.count("position") >= 7, sections
+    # The job reads the agent-session row once (its owner and memory policies).
+    assert len(matching(statements, "user_memory_policies.policy")) == 1
+    assert not matching(statements, "SELECT agent_sessions.user_id, agent_sessions.agent_id FROM")
+    # The archive turns done with its queue row in one statement.
+    [finished] = matching(statements, "UPDATE archives")
+    assert finished.startswith("WITH changed AS (UPDATE archives")
+    assert "UPDATE claimable_archives" in finished
+    assert len(matching(statements, "UPDATE claimable_archives")) == 1
+    # The archive row is read by the job (to own it, then to lock it) and once for the answer:
+    # no status poll after the job ran.
+    reads = [s for s in statements if s.startswith("SELECT archives.")]
+    assert len(reads) == 3, "\n".join(statements)
