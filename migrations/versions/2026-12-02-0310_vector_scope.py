@@ -20,7 +20,7 @@ Any pgvector works: the vector is only carried by the btree (no operator class).
 blocks writes to ``memories`` while it runs (seconds per 100 000 memories).
 
 Revision ID: 20261202_0310_vector_scope
-Revises: 20261202_0208_record_contexts
+Revises: 20261202_0305_definer_append
 Create Date: 2026-12-02 03:10:00+00:00
 """
 
@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from alembic import op
 
 revision: str = "20261202_0310_vector_scope"
-down_revision: str | None = "20261202_0208_record_contexts"
+down_revision: str | None = "20261202_0305_definer_append"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
