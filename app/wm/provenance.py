@@ -200,11 +200,22 @@ def attribute(
     """
     items = split_items(body)
     keys = [source_key(item) for item in items]
-    by_key: dict[str, Seqs] = {}
+    shared = for_roles(reuse, roles or {})
+    if (
+        shared.attributed(body) is prior
+        and len(set(keys)) == len(keys)
+        and not any(key in cited for key in keys)
+    ):
+        # The sources this archive gave the same body, as they were, and nothing new cited:
+        # every item already has its own sources, its seqs' roles, and no prior item is lost.
+        return tuple(prior)
+    # Seqs are cut to the newest ``MAX_SEQS_PER_ITEM`` once, at the end: the newest of a union
+    # are the newest of the union of its parts' newest, so cutting the parts first changes nothing.
+    by_key: dict[str, list[int]] = {}
     authority_by_key: dict[str, set[str]] = {}
     for entry in prior:
         key = source_key(entry.item)
-        by_key[key] = normalised_seqs([*by_key.get(key, ()), *entry.seqs])
+        by_key.setdefault(key, []).extend(entry.seqs)
         authority_by_key.setdefault(key, set()).update(entry.authority)
     seqs: list[set[int]] = [{*cited.get(key, ()), *by_key.get(key, ())} for key in keys]
     authority: list[set[str]] = [set(authority_by_key.get(key, ())) for key in keys]
@@ -213,13 +224,14 @@ def attribute(
     for index, absorbed in _absorbing(items, gone):
         seqs[index].update(absorbed.seqs)
         authority[index].update(absorbed.authority)
-    shared = for_roles(reuse, roles or {})
     found_sources: list[ItemSource] = []
     for item, found, who in zip(items, seqs, authority, strict=True):
         kept = normalised_seqs(found)
         who.update(shared.who(kept))
         found_sources.append(ItemSource(item, kept, authority=authority_of(who)))
-    return tuple(found_sources)
+    attributed = tuple(found_sources)
+    shared.keep_attributed(body, attributed)
+    return attributed
 
 
 def _absorbing(items: list[str], gone: list[ItemSource]) -> list[tuple[int, ItemSource]]:

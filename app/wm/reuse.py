@@ -26,6 +26,7 @@ class Reuse:
     roles: Mapping[int, tuple[str, ...]] = field(default_factory=dict)
     _quoted: dict[str, Seqs] = field(default_factory=dict, init=False, repr=False)
     _who: dict[Seqs, frozenset[str]] = field(default_factory=dict, init=False, repr=False)
+    _attributed: dict[str, tuple[object, ...]] = field(default_factory=dict, init=False, repr=False)
 
     def quoted(self, key: str) -> Seqs:
         """The evidence messages whose text holds ``key`` (an item's ``source_key``), in seq
@@ -43,6 +44,13 @@ class Reuse:
             found = frozenset(chain.from_iterable(map(self.roles.get, seqs, repeat(()))))
             self._who[seqs] = found
         return found
+
+    def attributed(self, body: str) -> tuple[object, ...] | None:
+        """The sources this reuse last attributed to ``body``."""
+        return self._attributed.get(body)
+
+    def keep_attributed(self, body: str, sources: tuple[object, ...]) -> None:
+        self._attributed[body] = sources
 
 
 def for_evidence(reuse: Reuse | None, evidence: Mapping[int, str]) -> Reuse:
