@@ -7,7 +7,10 @@ appends from 8 clients and from 1, and batches of 100. An fsync probe runs befor
 the disk's flush rate decides both sides. Prints one JSON document with the ratios the targets
 name: single appends ≥ 0.5 × raw at 8 and at 1, p99 ≤ 4 × p50, batches ≥ 5 × single. The same
 load process against ``GET /healthz`` gives the HTTP ceiling of this machine: what the client
-and the server's HTTP stack manage with no work behind them, in the same run.
+and the server's HTTP stack manage with no work behind them, in the same run. Each of those
+loads also reports the CPU spent per request by the server, by Postgres and by the load process
+(``cpu_ms_per_request``) and the load average after it: on a shared machine the CPU per request
+says more than the rate.
 
     python -m bench.append [--quick]
 """
@@ -19,6 +22,7 @@ import asyncio
 import importlib.util
 import json
 import os
+import resource
 import socket
 import subprocess
 import sys
@@ -175,16 +179,80 @@ def load(
     return result
 
 
+TICKS_PER_S = os.sysconf("SC_CLK_TCK")
+
+
+def process_tree_cpu_s(root: int) -> float:
+    """CPU seconds (user and system) of ``root`` and its descendants, read from ``/proc``."""
+    parents: dict[int, int] = {}
+    cpu: dict[int, float] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:  # gone in between
+            continue
+        parents[int(entry.name)] = int(fields[1])
+        cpu[int(entry.name)] = (int(fields[11]) + int(fields[12])) / TICKS_PER_S
+    total = 0.0
+    for pid, seconds in cpu.items():
+        ancestor: int | None = pid
+        while ancestor is not None and ancestor != root:
+            ancestor = parents.get(ancestor)
+        if ancestor == root:
+            total += seconds
+    return total
+
+
+def postmaster_pid(data_dir: Path | None) -> int | None:
+    if data_dir is None or not (data_dir / "postmaster.pid").exists():
+        return None
+    return int((data_dir / "postmaster.pid").read_text().split()[0])
+
+
+def children_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def with_cpu(run: Any, server: Server, postmaster: int | None, **arguments: Any) -> dict[str, Any]:
+    """``load(**arguments)``, with the CPU each side spent per request meanwhile: the server
+    (every worker), Postgres (every backend; absent on a server not started here) and the load
+    process (a finished child of this one)."""
+    server_0 = process_tree_cpu_s(server.process.pid)
+    postgres_0 = 0.0 if postmaster is None else process_tree_cpu_s(postmaster)
+    load_0 = children_cpu_s()
+    result: dict[str, Any] = run(**arguments)
+    requests = max(1, int(result.get("requests", 0)))
+    per_request = {
+        "server": (process_tree_cpu_s(server.process.pid) - server_0) * 1000 / requests,
+        "load": (children_cpu_s() - load_0) * 1000 / requests,
+    }
+    if postmaster is not None:
+        per_request["postgres"] = (process_tree_cpu_s(postmaster) - postgres_0) * 1000 / requests
+    result["cpu_ms_per_request"] = {name: round(ms, 3) for name, ms in per_request.items()}
+    load_average = os.getloadavg()
+    result["load_average"] = [round(value, 2) for value in load_average]
+    return result
+
+
 def measure(
-    server: Server, key: str, per_client: int, raw_1: float, raw_8: float
+    server: Server,
+    key: str,
+    per_client: int,
+    raw_1: float,
+    raw_8: float,
+    postmaster: int | None = None,
 ) -> dict[str, Any]:
     """One server shape: its HTTP ceiling (from one load process and from two, so that the load
     generator is seen not to be the bound), single appends from 8 clients and 1, batches."""
     try:
-        ceiling_1 = load(server.url, key, clients=8, requests=per_client, ceiling=True)
-        ceiling_2 = load(server.url, key, clients=8, requests=per_client, ceiling=True, processes=2)
-        eight = load(server.url, key, clients=8, requests=per_client)
-        eight_2 = load(server.url, key, clients=8, requests=per_client, processes=2)
+        common = {"url": server.url, "key": key, "clients": 8, "requests": per_client}
+        ceiling_1 = with_cpu(load, server, postmaster, **common, ceiling=True)
+        ceiling_2 = with_cpu(load, server, postmaster, **common, ceiling=True, processes=2)
+        eight = with_cpu(load, server, postmaster, **common)
+        eight_2 = with_cpu(load, server, postmaster, **common, processes=2)
         one = load(server.url, key, clients=1, requests=per_client * 2)
         batched = load(server.url, key, clients=1, requests=max(10, per_client // 10), batch=100)
     finally:
@@ -246,7 +314,10 @@ def main() -> None:
                     "WORKMEM_LOG_LEVEL": "INFO",
                 }
                 log = workdir / f"{name}-{workers}-{group_commit}.log"
-                runs.append(measure(Server(env, workers, log, name), key, per_client, raw_1, raw_8))
+                server = Server(env, workers, log, name)
+                runs.append(
+                    measure(server, key, per_client, raw_1, raw_8, postmaster_pid(data_dir))
+                )
                 runs[-1].update(server=name, workers=workers, group_commit=group_commit)
         report["runs"] = runs
         report["fsync_per_s_after"] = round(fsync_probe(data_dir), 1)

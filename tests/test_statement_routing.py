@@ -34,6 +34,7 @@ from tests.support.privileged import documented
 from tests.support.statements import Statement, StatementLog
 
 TENANT_PARAM = re.compile(r"tenant_id\s*=\s*%\((\w+)\)s")
+MULTI_ROW_TENANT = re.compile(r"tenant_id_m\d+")
 INSERT_COLUMNS = re.compile(r"^INSERT INTO (\w+)(?: AS \w+)? \(([^)]*)\)")
 CALL = re.compile(r"\b(workmem_[a-z_]+)\(")
 # Statements that touch no tenant table: the driver's and SQLAlchemy's connection setup, the
@@ -53,7 +54,9 @@ def tenants_named(statement: Statement) -> set[str] | None:
     names = TENANT_PARAM.findall(statement.sql)
     insert = INSERT_COLUMNS.match(statement.sql)
     if insert is not None and "tenant_id" in [c.strip() for c in insert.group(2).split(",")]:
-        names.append("tenant_id")
+        # One row's value, or each row's of a multi-row insert (``tenant_id_m0``, ``_m1``…).
+        rows = [name for name in params if MULTI_ROW_TENANT.fullmatch(name)]
+        names.extend(rows or ["tenant_id"])
     tenants = {str(params[name]) for name in names}
     if "token" in params:  # the tenant token's first part is its tenant
         tenants.add(str(params["token"]).split(".", 1)[0])
@@ -265,7 +268,11 @@ ACROSS_TENANTS = {
 }
 TABLE_IN = re.compile(r"\b(?:FROM|JOIN|UPDATE|INTO)\s+(?:public\.)?(?![pv]_)(\w+)", re.IGNORECASE)
 ONE_TENANT = re.compile(
-    r"tenant_id\s*=\s*(?:[pv]_\w+|\(?(?:SELECT\s+)?workmem_verified_tenant\(\))", re.IGNORECASE
+    r"tenant_id\s*=\s*(?:[pv]_\w+|\(?(?:SELECT\s+)?workmem_verified_tenant\(\))"
+    # or an insert whose tenant_id is one variable (routed by that value)
+    r"|INSERT\s+INTO\s+\w+(?:\s+AS\s+\w+)?\s*\(\s*tenant_id\b[^)]*\)\s*"
+    r"(?:SELECT|VALUES\s*\()\s*[pv]_\w+\s*,",
+    re.IGNORECASE,
 )
 
 
@@ -301,8 +308,12 @@ def test_the_body_check_fails_on_a_statement_across_tenants() -> None:
     across = "BEGIN UPDATE archives a SET status = 'running' WHERE a.status = 'pending'; END"
     routed = "BEGIN UPDATE archives a SET x = 1 WHERE a.tenant_id = v_tenant_id; END"
     reference = "BEGIN SELECT q.tenant_id FROM claimable_archives q LIMIT 1; END"
+    inserted = "BEGIN INSERT INTO messages AS m (tenant_id, seq) SELECT p_tenant_id, 1; END"
+    copied = "BEGIN INSERT INTO messages (tenant_id, seq) SELECT o.tenant_id, 1 FROM pins o; END"
     assert [bool(ONE_TENANT.search(s)) for s in distributed_statements(across)] == [False]
     assert [bool(ONE_TENANT.search(s)) for s in distributed_statements(routed)] == [True]
+    assert [bool(ONE_TENANT.search(s)) for s in distributed_statements(inserted)] == [True]
+    assert [bool(ONE_TENANT.search(s)) for s in distributed_statements(copied)] == [False]
     assert distributed_statements(reference) == []
 
 

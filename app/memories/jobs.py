@@ -1,8 +1,9 @@
 """The write of an archive's memory changes, inside the archive's own phase-2 transaction.
 
-Owns applying prepared candidates in order: for each, the stored memories that bear on it are
-read, ``changes.decide`` says ADD, UPDATE or SUPERSEDE, the rows change and every change is a
-``memory_events`` row naming the archive and message seqs it came from; together they are one
+Owns applying prepared candidates in order: the stored memories that bear on them are read in
+one statement, ``changes.decide`` says ADD, UPDATE or SUPERSEDE for each as the earlier ones of
+the batch left the memories (``batch``), the rows change in a few statements and every change is
+a ``memory_events`` row naming the archive and message seqs it came from; together they are one
 ``memory.changed`` webhook event in the outbox. A memory of a category the tenant's retention
 policy gives a lifetime expires that many days after it was last stated. Writes of one user are
 serialised by a transaction-level advisory lock. Never embeds or calls a model (``extraction``
@@ -12,20 +13,20 @@ did, with no transaction open) and never commits (the archive job owns the trans
 from __future__ import annotations
 
 import uuid
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import func
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.lifecycle.retention_service import memory_lifetimes
-from app.memories.changes import SLOTTED_CATEGORIES, decide
+from app.memories.batch import Batch, NeedMore
+from app.memories.changes import SLOTTED_CATEGORIES
 from app.memories.extraction import Prepared
 from app.memories.policy import EVERYTHING, EffectivePolicy
 from app.memories.records import Candidate, EventKind, MemoryReport, Source
 from app.memories.repository import MemoryRepository
-from app.memories.store import MemoryStore
-from app.models import Memory
+from app.memories.store import MemoryStore, Wanted
 from app.tenancy.principal import Scope
 from app.webhooks.events import MEMORY_CHANGED, memory_data
 from app.webhooks.outbox import WebhookOutbox
@@ -59,26 +60,26 @@ class MemoryJobService:
         counts = {EventKind.ADD: 0, EventKind.UPDATE: 0, EventKind.SUPERSEDE: 0}
         actor = f"extractor:{prepared.extraction.extractor}"
         events: list[dict[str, Any]] = []
-        for candidate, vector in allowed:
-            model = prepared.embedding_model
+        model = prepared.embedding_model
+        batch = await self._look_up(source.user_id, model, allowed)
+        for index, (candidate, vector) in enumerate(allowed):
             category = candidate.category.value
-            nearest = await self.store.nearest(source.user_id, category, vector, model)
-            same_slot = []
-            if candidate.slot is not None and candidate.category in SLOTTED_CATEGORIES:
-                same_slot = await self.store.same_slot(
-                    source.user_id, category, candidate.slot, vector, model
-                )
-            change = decide(
-                candidate,
-                nearest=nearest,
-                same_slot=same_slot,
-                duplicate_similarity=prepared.duplicate_similarity,
-            )
+            while True:
+                try:
+                    change, nearest = batch.decide(index, prepared.duplicate_similarity)
+                    break
+                except NeedMore as more:
+                    # Every memory found for it was changed by the batch: look further.
+                    found, _, _ = await self.store.find(
+                        source.user_id,
+                        model,
+                        [(index, category, None, batch.found[index].depth, vector)],
+                        leaving_out=sorted(more.changed),
+                    )
+                    batch.more(index, found[index].nearest)
             values = _values(candidate, source, vector, model)
             days = lifetimes.get(category)
-            if days is not None:
-                # A fact stated again lives from its newest statement.
-                values["expires_at"] = func.now() + func.make_interval(0, 0, 0, days)
+            memory_id = batch.apply(index, change, values, days)
             event = {
                 "user_id": source.user_id,
                 "event": change.kind.value,
@@ -99,32 +100,22 @@ class MemoryJobService:
             if change.target is not None:
                 # A restatement keeps the higher confidence and takes the newest wording and
                 # provenance: the memory now says what its newest source said.
-                values["confidence"] = func.greatest(Memory.confidence, candidate.confidence)
-                await self.store.rewrite(change.target.memory_id, values)
                 events.append(
+                    {**event, "memory_id": memory_id, "old_content": change.target.content}
+                )
+            elif not change.superseded:
+                events.append({**event, "memory_id": memory_id})
+            else:
+                events += [
                     {
                         **event,
-                        "memory_id": change.target.memory_id,
-                        "old_content": change.target.content,
+                        "memory_id": memory_id,
+                        "related_memory_id": row.memory_id,
+                        "old_content": row.content,
                     }
-                )
-                continue
-            memory_id = await self.store.insert(
-                {"user_id": source.user_id, "category": category, **values}
-            )
-            if not change.superseded:
-                events.append({**event, "memory_id": memory_id})
-                continue
-            await self.store.supersede([row.memory_id for row in change.superseded], memory_id)
-            events += [
-                {
-                    **event,
-                    "memory_id": memory_id,
-                    "related_memory_id": row.memory_id,
-                    "old_content": row.content,
-                }
-                for row in change.superseded
-            ]
+                    for row in change.superseded
+                ]
+        await self.store.write(source.user_id, batch.written())
         await self.memories.insert_events(events)
         # In the archive's transaction (and its savepoint): the event exists iff the changes do.
         if events:
@@ -143,6 +134,24 @@ class MemoryJobService:
             superseded=counts[EventKind.SUPERSEDE],
             not_allowed=not_allowed,
         )
+
+    async def _look_up(
+        self, user_id: str | None, model: str, allowed: Sequence[tuple[Candidate, list[float]]]
+    ) -> Batch:
+        """One statement for every candidate's lookups: a candidate is decided against the
+        memories as the earlier ones of its category left them, so it needs one nearest stored
+        memory more than there are earlier candidates of its category."""
+        earlier: Counter[str] = Counter()
+        wanted: list[Wanted] = []
+        for index, (candidate, vector) in enumerate(allowed):
+            category = candidate.category.value
+            earlier[category] += 1
+            slotted = candidate.slot is not None and candidate.category in SLOTTED_CATEGORIES
+            wanted.append(
+                (index, category, candidate.slot if slotted else None, earlier[category], vector)
+            )
+        found, distances, now = await self.store.find(user_id, model, wanted)
+        return Batch([candidate for candidate, _ in allowed], found, distances, now)
 
     async def count_stale(self, model: str) -> int:
         """Memories of the tenant not embedded by ``model``."""

@@ -307,11 +307,11 @@ FIX: Final = re.compile(
     r" (?:was|is)\b|\b(?:failed|broke|crashed) because\b|\bworks? now (?:after|that|because)\b",
     _F,
 )
-SUBJECTLESS: Final = re.compile(
-    r"^(?:just |finally |recently )?(?:went|took|lost|got|started|finished|visited|joined|moved|"
-    r"bought|had|met|attended|tried|made|saw|love|loved|enjoyed)\b",
-    _F,
+SUBJECTLESS_VERBS: Final = (
+    r"went|took|lost|got|started|finished|visited|joined|moved|bought|had|met|attended|tried|made|"
+    r"saw|love|loved|enjoyed"
 )
+SUBJECTLESS: Final = re.compile(rf"^(?:just |finally |recently )?(?:{SUBJECTLESS_VERBS})\b", _F)
 """Chat drops the subject ("Took a trip to Rome last week."): such a sentence is the speaker's."""
 NEGATION: Final = re.compile(
     r"\b(?:won't|will not|wouldn't|never|not|don't|do not|didn't|did not|can't|cannot|no)\b"

@@ -27,7 +27,13 @@ from sqlalchemy import (
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.memories.ranking import RRF_K, SCORE_DIGITS
-from app.memories.records import ProducedMemory, SearchHit, StoredEvent, StoredMemory
+from app.memories.records import (
+    Category,
+    ProducedMemory,
+    SearchHit,
+    StoredEvent,
+    StoredMemory,
+)
 from app.memories.search_sql import EF_SEARCH, ITERATIVE, SEARCH_BY_INDEX, SEARCH_EXACT, SIZES
 from app.memories.vector_plan import (
     COUNT_CAP,
@@ -38,6 +44,7 @@ from app.memories.vector_plan import (
 from app.models import Memory, MemoryEvent
 from app.tenancy.principal import Scope
 
+ALL_CATEGORIES = [str(category) for category in Category]
 _MEMORY_COLUMNS = (
     Memory.memory_id,
     Memory.user_id,
@@ -224,6 +231,8 @@ class MemoryRepository:
                 "digits": SCORE_DIGITS,
                 "min_score": min_score,
                 "limit": limit,
+                # The exact form reads the covering index by category: the one asked for, or all.
+                "categories": [category] if category is not None else ALL_CATEGORIES,
             },
         )
         return [

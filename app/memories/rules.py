@@ -19,17 +19,14 @@ from typing import Final
 from app.memories import patterns as p
 from app.memories.changes import NOT_PREFIX
 from app.memories.records import Candidate, Category, Extraction, SkipReason
-from app.memories.text import at_most_words, content_words, normalise, whole_words
+from app.memories.speaker import about_user, clean, may_concern_user
+from app.memories.text import at_most_words, content_words
 from app.wm.anchors import PROPER_NOUN_STOP_WORDS
 from app.wm.extractor import clip, sentences
 from app.wm.messages import read_messages
 
 EXTRACTOR: Final = "rules"
 
-_FIRST_PERSON: Final = frozenset(
-    {"i", "i'm", "i've", "i'd", "i'll", "me", "my", "mine", "myself", "we", "we're", "we've", "our"}
-)
-_FIRST_PERSON_WORD: Final = whole_words(_FIRST_PERSON)
 _KEY_NOISE: Final = frozenset(
     {
         "all",
@@ -89,19 +86,6 @@ def slot_key(text: str) -> str | None:
     return " ".join(words[:_KEY_WORDS]) or None
 
 
-def _clean(sentence: str) -> str:
-    text = sentence.replace("’", "'").strip()
-    text = p.ADDRESSEE.sub("", text) if p.ADDRESSEE.match(text) and _addressed(text) else text
-    text = p.LEADING_FILLER.sub("", text).strip()
-    return text[:1].upper() + text[1:] if text else text
-
-
-def _addressed(text: str) -> bool:
-    """``Mel, I moved`` names the listener; ``Paris, I love it`` would be a topic (kept)."""
-    name = text.split(maxsplit=1)[0].rstrip(",!").lower()
-    return name not in PROPER_NOUN_STOP_WORDS
-
-
 def _kind(sentence: str, config: RuleConfig) -> _Kind:
     if sentence.endswith("?"):
         return _Kind.QUESTION
@@ -110,18 +94,11 @@ def _kind(sentence: str, config: RuleConfig) -> _Kind:
     if at_most_words(sentence, 2) or (
         sentence.endswith("!")
         and at_most_words(sentence, config.exclamation_max_words)
-        and not _about_user(sentence)
+        and not about_user(sentence)
     ):
         # "Wow, that's cool!": a short exclamation about nothing of the user's.
         return _Kind.CHIT_CHAT
     return _Kind.STATEMENT
-
-
-def _about_user(sentence: str) -> bool:
-    return (
-        p.SUBJECTLESS.match(sentence) is not None
-        or _FIRST_PERSON_WORD.search(normalise(sentence)) is not None
-    )
 
 
 def _confidence(sentence: str, base: float, config: RuleConfig) -> float:
@@ -168,7 +145,7 @@ def _preference(sentence: str, seq: int, config: RuleConfig) -> Candidate | None
             slot_key(favourite.group("value")),
         )
     after = p.FAVOURITE_AFTER.search(sentence) if p.FAVOURITE_MENTION.search(sentence) else None
-    if after is not None and _about_user(after.group(0)):
+    if after is not None and about_user(after.group(0)):
         what = slot_key(after.group("what") or "")
         return _candidate(
             Category.PREFERENCE,
@@ -350,7 +327,7 @@ def classify(
         return _candidate(
             Category.LESSON, sentence, seq, _confidence(sentence, 0.6, config), "lesson.correction"
         )
-    if not _about_user(sentence) or p.ANY_STATEMENT.search(sentence) is None:
+    if not about_user(sentence) or p.ANY_STATEMENT.search(sentence) is None:
         return None
     return read_statement(sentence, seq, config)
 
@@ -372,24 +349,38 @@ def read_statement(
     )
 
 
+def _read_sentence(
+    raw: str, seq: int, kinds: list[_Kind], *, after_agent: bool, config: RuleConfig
+) -> list[Candidate]:
+    """The memory a user's sentence states, if any; its kind is added to ``kinds``."""
+    sentence = clean(raw)
+    if not sentence:
+        return []
+    kind = _kind(sentence, config)
+    kinds.append(kind)
+    if kind is not _Kind.STATEMENT:
+        return []
+    found = classify(
+        clip(sentence, config.max_content_chars), seq, after_agent=after_agent, config=config
+    )
+    return [] if found is None else [found]
+
+
 def _from_user(
     text: str, seq: int, *, after_agent: bool, config: RuleConfig
 ) -> tuple[list[Candidate], SkipReason | None]:
     found: list[Candidate] = []
     kinds: list[_Kind] = []
+    # Past the first statement (it decides the skip reason), a sentence that cannot speak of the
+    # user is passed over: a long pasted output is read only where it says "I" or "my".
     for raw in sentences(text):
-        sentence = _clean(raw)
-        if not sentence:
+        if (
+            len(raw) <= config.max_content_chars
+            and _Kind.STATEMENT in kinds
+            and not may_concern_user(raw, corrections=after_agent)
+        ):
             continue
-        kind = _kind(sentence, config)
-        kinds.append(kind)
-        if kind is not _Kind.STATEMENT:
-            continue
-        candidate = classify(
-            clip(sentence, config.max_content_chars), seq, after_agent=after_agent, config=config
-        )
-        if candidate is not None:
-            found.append(candidate)
+        found += _read_sentence(raw, seq, kinds, after_agent=after_agent, config=config)
     if found or not kinds:
         return found, None
     if all(kind is _Kind.CHIT_CHAT for kind in kinds):
@@ -413,7 +404,7 @@ def _agent_lessons(text: str, seq: int, config: RuleConfig) -> list[Candidate]:
             _confidence(sentence, 0.7, config),
             "lesson.fix",
         )
-        for sentence in map(_clean, sentences(text))
+        for sentence in map(clean, sentences(text))
         if sentence and not sentence.endswith("?") and p.FIX.search(sentence)
     ]
 

@@ -29,13 +29,29 @@ nearest AS (
     LIMIT :per_retriever
 )"""  # noqa: S608 - fixed fragments; every value is bound
 
-# The vector retriever exactly: the filtered rows first (the btree on tenant, user and category
-# finds them; MATERIALIZED keeps the planner from the HNSW index), each compared with the query.
+# Rows whose user id and embedder name are short enough for the covering index
+# ``ix_memories_vector_scope`` (its entries must fit in a btree page). The same text is the
+# predicate of that index and of ``ix_memories_long_scope`` (the rest, normally none), so the
+# planner can prove each branch below is served by its index. Keep it in step with the revision
+# ``20261202_0310_vector_scope``.
+COVERED = "COALESCE(octet_length(user_id), 0) + octet_length(embedding_model) <= 320"
+NOT_COVERED = "COALESCE(octet_length(user_id), 0) + octet_length(embedding_model) > 320"
+
+# The vector retriever exactly: the filtered rows first, each compared with the query. Current
+# memories are read from the covering index (tenant, category, user, with the vector and every
+# filtered column in it), so no table page is read: a user's rows are neighbours in the index,
+# where in the table they are spread over as many pages as there are rows. The category list
+# holds the one asked for or all five (a closed set), so a user's rows are found in five index
+# ranges on every PostgreSQL. MATERIALIZED keeps the planner from the HNSW index.
 _EXACT = f"""
 filtered AS MATERIALIZED (
     SELECT memory_id, updated_at, embedding <=> CAST(:vector AS vector) AS distance
     FROM memories
-    WHERE {_FILTERS}
+    WHERE {_FILTERS} AND category = ANY(CAST(:categories AS text[])) AND {COVERED}
+    UNION ALL
+    SELECT memory_id, updated_at, embedding <=> CAST(:vector AS vector) AS distance
+    FROM memories
+    WHERE {_FILTERS} AND {NOT_COVERED}
 ), nearest AS (
     SELECT memory_id, updated_at, distance FROM filtered
     ORDER BY distance, memory_id

@@ -1,25 +1,31 @@
 """SQL of the phase-2 write path and of re-embedding, under the claimed archive's tenant.
 
-Owns the lookups a candidate is decided against (the nearest current memory of the user's
-category, the current memories sharing its slot), the row changes an ADD, UPDATE or SUPERSEDE
-makes, the per-user advisory lock that serialises them, and the batches of re-embedding. Names
-the user explicitly (the job has no credential). Flushes, never commits.
+Owns the lookups a batch of candidates is decided against (each one's nearest current memories
+of the user's category, the current memories sharing its slot, the candidates' distances to each
+other: one statement), the rows the batch's ADD, UPDATE and SUPERSEDE changes leave (a few
+statements), the per-user advisory lock that serialises them, and the batches of re-embedding.
+Names the user explicitly (the job has no credential). Flushes, never commits.
 """
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from typing import Any
+from datetime import UTC, datetime
+from typing import Any, cast
 
-from sqlalchemy import case, func, insert, or_, select, update
+from pgvector.sqlalchemy import VECTOR
+from sqlalchemy import Integer, Table, bindparam, func, insert, select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.memories.changes import Existing
-from app.memories.repository import user_is
+from app.memories.batch import Found, Row, Stored
 from app.models import Memory
 from app.tenancy.principal import Scope
 from app.wm.redaction import REDACTED
+
+Wanted = tuple[int, str, str | None, int, Sequence[float]]
+"""A candidate to look up: its index in the batch, category, slot (``None`` unless it can
+contradict), how many nearest memories to find, and its vector."""
 
 
 class MemoryStore:
@@ -32,74 +38,6 @@ class MemoryStore:
         two archives of the same user never both add the same fact."""
         key = f"memories:{self.scope.tenant_id}:{user_id or ''}"
         await self.db.execute(select(func.pg_advisory_xact_lock(func.hashtextextended(key, 0))))
-
-    def _scope_of(self, user_id: str | None, category: str) -> list[Any]:
-        return [
-            Memory.tenant_id == self.scope.tenant_id,
-            user_is(Memory.user_id, user_id),
-            Memory.category == category,
-            Memory.superseded_by.is_(None),
-            # An expired memory is gone for the user: a new statement of it is a new memory.
-            or_(Memory.expires_at.is_(None), Memory.expires_at > func.now()),
-        ]
-
-    async def nearest(
-        self, user_id: str | None, category: str, vector: Sequence[float], model: str
-    ) -> Existing | None:
-        """The most similar current memory of the user's category made by embedder ``model``."""
-        distance = Memory.embedding.cosine_distance(list(vector))
-        row = (
-            await self.db.execute(
-                select(
-                    Memory.memory_id,
-                    Memory.content,
-                    Memory.slot,
-                    Memory.slot_value,
-                    (1.0 - distance).label("similarity"),
-                )
-                .where(*self._scope_of(user_id, category), Memory.embedding_model == model)
-                .order_by(distance)
-                .limit(1)
-            )
-        ).first()
-        return None if row is None else Existing(*row)
-
-    async def same_slot(
-        self, user_id: str | None, category: str, slot: str, vector: Sequence[float], model: str
-    ) -> list[Existing]:
-        """Current memories of the user's category stating ``slot``, newest first."""
-        similarity = case(
-            (Memory.embedding_model == model, 1.0 - Memory.embedding.cosine_distance(list(vector))),
-            else_=0.0,
-        )
-        rows = await self.db.execute(
-            select(Memory.memory_id, Memory.content, Memory.slot, Memory.slot_value, similarity)
-            .where(*self._scope_of(user_id, category), Memory.slot == slot)
-            .order_by(Memory.updated_at.desc(), Memory.memory_id)
-        )
-        return [Existing(*row) for row in rows.all()]
-
-    async def insert(self, values: dict[str, Any]) -> uuid.UUID:
-        result = await self.db.execute(
-            insert(Memory)
-            .values(tenant_id=self.scope.tenant_id, **values)
-            .returning(Memory.memory_id)
-        )
-        return result.scalar_one()
-
-    async def rewrite(self, memory_id: uuid.UUID, values: dict[str, Any]) -> None:
-        await self.db.execute(
-            update(Memory)
-            .where(Memory.tenant_id == self.scope.tenant_id, Memory.memory_id == memory_id)
-            .values(updated_at=func.now(), **values)
-        )
-
-    async def supersede(self, memory_ids: Sequence[uuid.UUID], by: uuid.UUID) -> None:
-        await self.db.execute(
-            update(Memory)
-            .where(Memory.tenant_id == self.scope.tenant_id, Memory.memory_id.in_(memory_ids))
-            .values(superseded_by=by, updated_at=func.now())
-        )
 
     # --- re-embedding ------------------------------------------------------------------------
 
@@ -145,3 +83,175 @@ class MemoryStore:
             .returning(Memory.memory_id)
         )
         return result.first() is not None
+
+    # --- a batch's lookup and writes ---------------------------------------------------------
+
+    async def find(
+        self,
+        user_id: str | None,
+        model: str,
+        wanted: Sequence[Wanted],
+        *,
+        leaving_out: Sequence[uuid.UUID] = (),
+    ) -> tuple[dict[int, Found], dict[tuple[int, int], float], datetime]:
+        """In one statement, for each wanted candidate: its ``depth`` nearest current memories
+        of its category made by ``model`` (as ``nearest`` orders them, ``leaving_out`` those
+        ids), and the current ones sharing its slot (``same_slot``'s rows); the distance of
+        every two candidates of one category; and the transaction's time."""
+        params: dict[str, Any] = {"tenant_id": self.scope.tenant_id, "model": model}
+        rows_sql = []
+        for number, (index, category, slot, depth, vector) in enumerate(wanted):
+            rows_sql.append(
+                f"(CAST(:k{number} AS integer), CAST(:c{number} AS text), CAST(:s{number} AS text),"
+                f" CAST(:d{number} AS integer), CAST(:e{number} AS vector))"
+            )
+            params |= {
+                f"k{number}": index,
+                f"c{number}": category,
+                f"s{number}": slot,
+                f"d{number}": depth,
+                f"e{number}": vector,
+            }
+        user = "m.user_id IS NULL" if user_id is None else "m.user_id = :user_id"
+        params["user_id"] = user_id
+        current = (
+            f"m.tenant_id = :tenant_id AND {user} AND m.category = w.category "
+            "AND m.superseded_by IS NULL AND (m.expires_at IS NULL OR m.expires_at > now())"
+        )
+        leave = ""
+        if leaving_out:
+            leave = "AND m.memory_id <> ALL(CAST(:leaving_out AS uuid[]))"
+            params["leaving_out"] = list(leaving_out)
+        statement = text(
+            # Only placeholders and fixed clauses are formatted in: every value is bound.
+            f"WITH w(k, category, slot, depth, e) AS (VALUES {', '.join(rows_sql)}) "  # noqa: S608
+            "SELECT 'n' AS kind, w.k, NULL::integer AS other, n.memory_id, n.content, n.slot, "
+            "n.slot_value, n.updated_at, n.distance FROM w CROSS JOIN LATERAL ("
+            "SELECT m.memory_id, m.content, m.slot, m.slot_value, m.updated_at, "
+            "m.embedding <=> w.e AS distance FROM memories AS m "
+            f"WHERE {current} AND m.embedding_model = :model {leave} "
+            "ORDER BY m.embedding <=> w.e LIMIT w.depth) AS n "
+            "UNION ALL SELECT 's', w.k, NULL, m.memory_id, m.content, m.slot, m.slot_value, "
+            "m.updated_at, CASE WHEN m.embedding_model = :model THEN m.embedding <=> w.e END "
+            f"FROM w JOIN memories AS m ON {current} AND m.slot = w.slot "
+            "UNION ALL SELECT 'p', a.k, b.k, NULL, NULL, NULL, NULL, NULL, a.e <=> b.e "
+            "FROM w AS a JOIN w AS b ON a.k < b.k AND a.category = b.category "
+            "UNION ALL SELECT 't', NULL, NULL, NULL, NULL, NULL, NULL, now(), NULL"
+        ).bindparams(*(bindparam(f"e{number}", type_=VECTOR()) for number in range(len(wanted))))
+        found = {index: Found(depth) for index, _, _, depth, _ in wanted}
+        distances: dict[tuple[int, int], float] = {}
+        now = datetime.min.replace(tzinfo=UTC)
+        for row in (await self.db.execute(statement, params)).all():
+            if row.kind == "t":
+                now = row.updated_at
+            elif row.kind == "p":
+                distances[(row.k, row.other)] = row.distance
+            else:
+                stored = Stored(
+                    row.memory_id,
+                    row.content,
+                    row.slot,
+                    row.slot_value,
+                    row.updated_at,
+                    row.distance,
+                )
+                target = found[row.k].nearest if row.kind == "n" else found[row.k].same_slot
+                target.append(stored)
+        for entry in found.values():
+            # The lateral scan's order, made explicit: closest first, ties as they came.
+            entry.nearest.sort(key=lambda stored: stored.distance or 0.0)
+        return found, distances, now
+
+    async def write(self, user_id: str | None, rows: Sequence[tuple[str, Row]]) -> None:
+        """A batch's rows as they end: new ones inserted, restated ones rewritten (keeping the
+        greater confidence), superseded ones marked; a few statements whatever their number."""
+        table = cast("Table", Memory.__table__)
+        expiry = func.now() + func.make_interval(0, 0, 0, bindparam("b_days", type_=Integer))
+        columns = {
+            name: bindparam(f"b_{name}", type_=table.c[name].type)
+            for name in (
+                "content",
+                "slot",
+                "slot_value",
+                "agent_session_id",
+                "agent_id",
+                "archive_seq",
+                "source_seqs",
+                "embedding",
+                "embedding_model",
+            )
+        }
+
+        def bound(row: Row) -> dict[str, Any]:
+            values = row.values or {}
+            return {
+                **{f"b_{name}": values[name] for name in columns},
+                "b_confidence": row.confidence,
+                "b_days": row.days,
+            }
+
+        added = [
+            {
+                **bound(row),
+                "b_memory_id": row.memory_id,
+                "b_category": category,
+                "b_superseded_by": row.superseded_by,
+            }
+            for category, row in rows
+            if row.inserted
+        ]
+        if added:
+            await self.db.execute(
+                insert(table).values(
+                    tenant_id=self.scope.tenant_id,
+                    user_id=user_id,
+                    memory_id=bindparam("b_memory_id", type_=table.c.memory_id.type),
+                    category=bindparam("b_category", type_=table.c.category.type),
+                    superseded_by=bindparam("b_superseded_by", type_=table.c.superseded_by.type),
+                    confidence=bindparam("b_confidence", type_=table.c.confidence.type),
+                    expires_at=expiry,
+                    **columns,
+                ),
+                added,
+            )
+        restated = [
+            {**bound(row), "b_target": row.memory_id}
+            for _, row in rows
+            if not row.inserted and row.values is not None
+        ]
+        if restated:
+            await self.db.execute(
+                update(table)
+                .where(
+                    table.c.tenant_id == self.scope.tenant_id,
+                    table.c.memory_id == bindparam("b_target", type_=table.c.memory_id.type),
+                )
+                .values(
+                    updated_at=func.now(),
+                    confidence=func.greatest(
+                        table.c.confidence,
+                        bindparam("b_confidence", type_=table.c.confidence.type),
+                    ),
+                    expires_at=func.coalesce(expiry, table.c.expires_at),
+                    **columns,
+                ),
+                restated,
+            )
+        superseded = [
+            {"b_old": row.memory_id, "b_by": row.superseded_by}
+            for _, row in rows
+            if not row.inserted and row.superseded_by is not None
+        ]
+        if superseded:
+            await self.db.execute(
+                update(table)
+                .where(
+                    table.c.tenant_id == self.scope.tenant_id,
+                    table.c.memory_id == bindparam("b_old", type_=table.c.memory_id.type),
+                )
+                .values(
+                    superseded_by=bindparam("b_by", type_=table.c.superseded_by.type),
+                    updated_at=func.now(),
+                ),
+                superseded,
+            )

@@ -8,7 +8,9 @@ get cheaply: how many rows its filters keep (counted, capped, and remembered for
 how many rows the table holds (the catalog's estimate):
 
 * few enough filtered rows (``EXACT_MAX_ROWS``): compare the query with each of them, which is
-  exact and, for so few rows, about as fast as the index;
+  exact and, for so few rows, about as fast as the index (the rows and their vectors are read
+  from the covering index ``ix_memories_vector_scope``, not from the table: see
+  ``search_sql``);
 * otherwise the index, with ``hnsw.ef_search`` widened so that twice the answer's rows are
   expected to survive the filters; and exact search again when that would take
   ``hnsw.ef_search`` past its maximum.

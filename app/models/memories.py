@@ -59,6 +59,34 @@ class Memory(Base):
             postgresql_ops={"embedding": "vector_cosine_ops"},
         ),
         Index("ix_memories_content_tsv", "content_tsv", postgresql_using="gin"),
+        # Exact vector search reads current memories from here, not from the table (the
+        # revision vector_scope; absent when the vector has more than 512 dimensions).
+        Index(
+            "ix_memories_vector_scope",
+            "tenant_id",
+            "category",
+            "user_id",
+            postgresql_include=[
+                "embedding",
+                "embedding_model",
+                "expires_at",
+                "updated_at",
+                "memory_id",
+            ],
+            postgresql_where=text(
+                "superseded_by IS NULL AND "
+                "COALESCE(octet_length(user_id), 0) + octet_length(embedding_model) <= 320"
+            ),
+        ),
+        Index(
+            "ix_memories_long_scope",
+            "tenant_id",
+            "category",
+            "user_id",
+            postgresql_where=text(
+                "COALESCE(octet_length(user_id), 0) + octet_length(embedding_model) > 320"
+            ),
+        ),
         Index(
             "ix_memories_tenant_id_expires_at",
             "tenant_id",

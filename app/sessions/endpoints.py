@@ -14,6 +14,7 @@ from app.deps import DatabaseDep, SettingsDep
 from app.idempotency.dependencies import IdempotencyKeyHeader, request_key_of
 from app.idempotency.responses import JSON, answered
 from app.idempotency.service import Answer
+from app.sessions.append_route import SessionsRoute, direct_append
 from app.sessions.dependencies import APPEND_FLOW
 from app.sessions.group_commit import Keyed
 from app.sessions.presenter import agent_session_read
@@ -36,12 +37,11 @@ from app.sessions.service import AgentSessionService, AppendOutcome, Limits
 from app.tenancy.auth import Reader, Writer
 from app.validation import SEQ_MAX, require_storable
 from app.web.problems import TENANT_ROUTE, WITH_BODY, problems
-from app.web.requests import StrictJsonRoute
 
 router = APIRouter(
     prefix="/v1/sessions",
     tags=["sessions"],
-    route_class=StrictJsonRoute,
+    route_class=SessionsRoute,
     responses=problems(*TENANT_ROUTE),
 )
 
@@ -163,6 +163,7 @@ def rendered(body: BaseModel) -> bytes:
     response_model=AppendResult,
     responses=problems(404, 409, *WITH_BODY),
 )
+@direct_append(MessageCreate)
 async def append_message(
     agent_session_id: uuid.UUID,
     body: MessageCreate,
@@ -190,6 +191,7 @@ async def append_message(
     response_model=BatchAppendResult,
     responses=problems(404, 409, *WITH_BODY),
 )
+@direct_append(MessageBatchCreate)
 async def append_messages(
     agent_session_id: uuid.UUID,
     body: MessageBatchCreate,

@@ -42,16 +42,27 @@ class AppendedRow:
 
 
 # The append is one statement (``workmem_append``): on an autocommit connection it is a whole
-# transaction in one round trip. Its first argument enters the tenant's token
-# (``workmem_enter_tenant`` sets it and returns the tenant it verifies, NULL for none), so
-# row-level security applies to everything it does; with a stored-bytes quota it checks and
-# records it in the same step, under the tenant's quota lock.
+# transaction in one round trip. Its first arguments are the tenant and its token: the function
+# enters the token for the rest of the transaction, verifies once that it is that tenant's
+# (nothing is found otherwise) and keeps every statement it runs to that tenant; with a
+# stored-bytes quota it checks and records it in the same step, under the tenant's quota lock.
 _APPEND = """
 SELECT seq, turn, created_at, pending_tokens, archived_upto_seq, last_seq
-FROM workmem_append(workmem_enter_tenant(%(token)s), %(agent_session_id)s, %(user_id)s,
+FROM workmem_append(%(tenant_id)s, %(token)s::text, %(agent_session_id)s, %(user_id)s,
                     %(roles)s::text[],
                     %(messages)s::jsonb[], %(token_counts)s::int[], %(texts)s::text[],
                     %(metadata)s::jsonb[], %(created_at)s::timestamptz[],
+                    %(quota_bytes)s::bigint)
+"""
+
+# The same for one message, its fields sent as plain values: the driver adapts a scalar far
+# more cheaply than a list whose element type it must first find out.
+_APPEND_ONE = """
+SELECT seq, turn, created_at, pending_tokens, archived_upto_seq, last_seq
+FROM workmem_append(%(tenant_id)s, %(token)s::text, %(agent_session_id)s, %(user_id)s,
+                    ARRAY[%(role)s::text],
+                    ARRAY[%(message)s::jsonb], ARRAY[%(token_count)s::int], ARRAY[%(text)s::text],
+                    ARRAY[%(metadata)s::jsonb], ARRAY[%(created_at)s::timestamptz],
                     %(quota_bytes)s::bigint)
 """
 
@@ -88,7 +99,27 @@ async def start_append(
     """Send the append; its rows are read with ``appended_rows`` (in pipeline mode, after
     the other statements of the group have been sent too). ``quota_bytes``: the tenant's
     stored-bytes quota, checked by the statement (429 when it would be passed)."""
+    if len(roles) == 1:
+        [meta] = metadata
+        one: dict[str, Any] = {
+            "tenant_id": scope.tenant_id,
+            "token": token_for(scope.tenant_id),
+            "agent_session_id": agent_session_id,
+            "user_id": scope.user_id,
+            "role": roles[0],
+            "message": Jsonb(messages[0]),
+            "token_count": token_counts[0],
+            "text": texts[0],
+            "metadata": None if meta is None else Jsonb(meta),
+            "created_at": created_at[0],
+            "quota_bytes": quota_bytes,
+        }
+        try:
+            return await connection.execute(_APPEND_ONE, one)
+        except psycopg.Error as error:
+            raise quota_refusal(error) from error
     params = {
+        "tenant_id": scope.tenant_id,
         "token": token_for(scope.tenant_id),
         "agent_session_id": agent_session_id,
         "user_id": scope.user_id,

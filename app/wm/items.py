@@ -53,6 +53,13 @@ def strip_bullet(line: str) -> str:
 
 def split_items(body: str) -> list[str]:
     """Items of a body: non-empty, non-heading lines, bullet marker removed (nested ones too)."""
+    return list(_items_of(body))
+
+
+@functools.lru_cache(maxsize=256)
+def _items_of(body: str) -> tuple[str, ...]:
+    """``split_items``, kept: every guard, the attribution and the next batch read the same
+    bodies again."""
     found: list[str] = []
     for line in body.splitlines():
         if not line.strip() or is_heading(line):
@@ -60,7 +67,7 @@ def split_items(body: str) -> list[str]:
         item = strip_bullet(line)
         if item:
             found.append(item)
-    return found
+    return tuple(found)
 
 
 def item_lines(text: str) -> list[str]:

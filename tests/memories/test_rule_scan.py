@@ -15,6 +15,7 @@ import pytest
 from app.memories import patterns as p
 from app.memories.records import Category
 from app.memories.rules import classify, extract_memories, read_statement
+from app.memories.speaker import about_user, clean, may_concern_user
 from app.memories.text import at_most_words, normalise, tokens, whole_words
 from tests.memories.test_rules import SENTENCES
 
@@ -154,3 +155,50 @@ def test_an_agent_s_fix_is_found_however_the_message_is_laid_out(
     text: str, lessons: list[str]
 ) -> None:
     assert _lessons(text) == lessons
+
+
+PASSED_OVER = [
+    *CORPUS,
+    "total = my_list[i] + offset_2",
+    "for i_x in range(3): went_on = 1",
+    "    assert self.went2 == 'ok'",
+    "So, no, that's wrong.",
+    "Mel, no, the other branch.",
+    "well honestly, actually, rerun it.",
+    "that is not what i asked for",
+    "No,",
+    "Nope! run it again",
+    "x = 'i' if flag else 'we'",
+    "INFO: Started server process [2714]",
+]
+
+
+@pytest.mark.parametrize("text", PASSED_OVER)
+@pytest.mark.parametrize("after_agent", [False, True])
+def test_a_sentence_passed_over_states_nothing(text: str, after_agent: bool) -> None:
+    """What ``may_concern_user`` lets the rules pass over is neither about the user nor, after
+    the agent, a correction: classifying it finds nothing."""
+    if may_concern_user(text, corrections=after_agent):
+        return
+    cleaned = clean(text)
+    assert not about_user(cleaned)
+    assert classify(cleaned, 1, after_agent=after_agent) is None
+
+
+def test_sentences_passed_over_include_code_and_exclude_statements() -> None:
+    assert not may_concern_user("total = compute(values)[0] + offset", corrections=True)
+    assert may_concern_user("for i in range(3): pass", corrections=False)
+    assert may_concern_user("Went to the lake.", corrections=False)
+    assert may_concern_user("That's wrong, use the other branch.", corrections=True)
+    assert not may_concern_user("That's wrong, use the other branch.", corrections=False)
+    assert may_concern_user("café: j'ai fini", corrections=False)
+
+
+def test_a_statement_inside_a_long_pasted_output_is_found() -> None:
+    lines = [f"  File 'app/module_{n}.py', line {n}, in handler" for n in range(200)]
+    lines.insert(120, "I prefer tabs over spaces.")
+    long_line = "x" * 400 + " I love myth"
+    text = "\n".join(["Here is the output:", *lines, long_line])
+    extraction = extract_memories([(5, {"role": "user", "content": text})])
+    assert [c.content for c in extraction.candidates] == ["I prefer tabs over spaces."]
+    assert extraction.skipped == {}

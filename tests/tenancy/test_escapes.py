@@ -233,15 +233,22 @@ FUNCTION_CASES = [
         "empty",
     ),
     (
-        "workmem_append",
-        "SELECT * FROM workmem_append('{victim}', '{session}', NULL, ARRAY['user'],"
+        "workmem_append with the victim's id and no token",
+        "SELECT * FROM workmem_append('{victim}', NULL, '{session}', NULL, ARRAY['user'],"
         ' ARRAY[\'{{"role": "user", "content": "x"}}\'::jsonb], ARRAY[1], ARRAY[\'x\'],'
         " ARRAY[NULL::jsonb], ARRAY[NULL::timestamptz], NULL::bigint)",
         "empty",
     ),
     (
-        "workmem_append entering a forged token",
-        "SELECT * FROM workmem_append(workmem_enter_tenant('{victim}.9999999999.{forged}'),"
+        "workmem_append with a forged token",
+        "SELECT * FROM workmem_append('{victim}', '{victim}.9999999999.{forged}',"
+        " '{session}', NULL, ARRAY['user'], ARRAY['{{\"role\": \"user\"}}'::jsonb], ARRAY[1],"
+        " ARRAY['x'], ARRAY[NULL::jsonb], ARRAY[NULL::timestamptz], NULL::bigint)",
+        "empty",
+    ),
+    (
+        "workmem_append with the attacker's own token",
+        "SELECT * FROM workmem_append('{victim}', current_setting('app.tenant_token', true),"
         " '{session}', NULL, ARRAY['user'], ARRAY['{{\"role\": \"user\"}}'::jsonb], ARRAY[1],"
         " ARRAY['x'], ARRAY[NULL::jsonb], ARRAY[NULL::timestamptz], NULL::bigint)",
         "empty",

@@ -26,10 +26,12 @@ _WORD = re.compile("x")
         ("a\nx1 x2\nb\n\nx3\n", ["x1 x2", "x3"]),
         ("x\n", ["x"]),
         ("a\nb x", ["b x"]),
-        # Other line breaks: the text is read as splitlines cuts it, every line.
-        ("a\r\nx\r\nb", ["a", "x", "b"]),
-        ("a\u2028x", ["a", "x"]),
-        ("a\x0cb\nx", ["a", "b", "x"]),
+        # Other line breaks cut lines as splitlines does ("\r\n" is one break).
+        ("a\r\nx\r\nb", ["x"]),
+        ("x1\r\n\r\nx2\r", ["x1", "x2"]),
+        ("a\rx\x85b", ["x"]),
+        ("a\u2028x", ["x"]),
+        ("a\x0cb\nx\x1cx", ["x", "x"]),
     ],
 )
 def test_lines_holding(text: str, lines: list[str]) -> None:
@@ -52,6 +54,14 @@ def test_lines_holding(text: str, lines: list[str]) -> None:
         ),
         ("ok\nERROR: disk full\n- failure: retry\n", True, ["ERROR: disk full", "failure: retry"]),
         ("12: raise KeyError(x)\nKeyError: 'email'", True, ["KeyError: 'email'"]),
+        ("café ok\nFAILED: naïve test", True, ["FAILED: naïve test"]),
+        (
+            "x\nTRACEBAC\u212a (most recent call last):",
+            True,
+            ["TRACEBAC\u212a (most recent call last):"],
+        ),
+        ("all fine, no ERRORS here", True, []),
+        ("Ok\nfatal: not a git repository", True, ["fatal: not a git repository"]),
         ("the error is fixed\nfailed once", False, []),
         ("It says\nValueError: bad input\nthen nothing", False, ["ValueError: bad input"]),
         ("Exception:\nMyException: boom", False, ["MyException: boom"]),

@@ -152,3 +152,57 @@ def test_batches_sharing_a_reuse_give_what_fresh_merges_give() -> None:
     fresh = _batches(None)
     assert [result.to_dict() for result in shared] == [result.to_dict() for result in fresh]
     assert any(result.sources[Section.TASK_AND_GOALS] for result in shared)
+
+
+def test_a_body_given_back_with_its_own_sources_keeps_them() -> None:
+    """A section no batch changed is not attributed again: the same sources, as a fresh
+    attribution would give them; anything cited, a repeated item or other sources, and it is."""
+    roles = {2: ("user",), 3: ("tool",)}
+    reuse = Reuse(roles=roles)
+    body = "- Build failed\n- Tests pass"
+    cited = {"build failed": (3,), "tests pass": (2, 3)}
+    first = attribute(body, cited, (), roles, reuse=reuse)
+    again = attribute(body, {}, first, roles, reuse=reuse)
+    assert again is first
+    assert again == attribute(body, {}, first, roles)
+    # Cited again: the new seqs join.
+    more = attribute(body, {"tests pass": (4,)}, first, roles, reuse=reuse)
+    assert more[1].seqs == (2, 3, 4)
+    assert more == attribute(body, {"tests pass": (4,)}, first, roles)
+    # The same sources given for another body, or equal sources that are not the ones given.
+    other = "- Build failed\n- Tests pass\n- Build failed"
+    assert attribute(other, {}, first, roles, reuse=reuse) == attribute(other, {}, first, roles)
+    copied = tuple(ItemSource(e.item, e.seqs, authority=e.authority) for e in more)
+    assert attribute(body, {}, copied, roles, reuse=reuse) is not copied
+
+
+def test_a_repeated_item_is_attributed_again() -> None:
+    roles = {2: ("user",)}
+    reuse = Reuse(roles=roles)
+    body = "- Build failed\n- [resolved] Build failed"
+    first = attribute(body, {}, (), roles, reuse=reuse)
+    again = attribute(body, {}, first, roles, reuse=reuse)
+    assert again is not first
+    assert again == attribute(body, {}, first, roles)
+
+
+def test_items_a_batch_left_alone_keep_their_entries() -> None:
+    """Of a body the batch changed, each item it left alone keeps its entry (one, made by this
+    archive's attribution, nothing cited, nothing absorbed); the others are attributed again,
+    as a fresh attribution would."""
+    roles = {2: ("user",), 3: ("tool",), 4: ("assistant",)}
+    reuse = Reuse(roles=roles)
+    first = attribute(
+        "- Build failed\n- Tests pass", {"build failed": (3,), "tests pass": (2,)}, (), roles,
+        reuse=reuse,
+    )  # fmt: skip
+    body = "- [resolved] Build failed\n- Tests pass\n- Deploy at noon"
+    cited = {"deploy at noon": (4,)}
+    second = attribute(body, cited, first, roles, reuse=reuse)
+    assert second == attribute(body, cited, first, roles)
+    assert second[1] is first[1]
+    assert second[0] == ItemSource("[resolved] Build failed", (3,), authority=("tool",))
+    # Entries it did not make are attributed again (here: their seqs' roles come back).
+    copied = tuple(ItemSource(e.item, e.seqs) for e in first)
+    third = attribute("- Build failed\n- Tests pass", {}, copied, roles, reuse=reuse)
+    assert third == first

@@ -13,7 +13,13 @@ from collections.abc import Callable
 from functools import lru_cache, partial
 from typing import Final
 
-from app.wm.anchors import PROPER_NOUN_STOP_WORDS, AnchorSpan, anchor_spans, lines_anchors
+from app.wm.anchors import (
+    DECISION_WORDS,
+    PROPER_NOUN_STOP_WORDS,
+    AnchorSpan,
+    anchor_spans,
+    lines_anchors,
+)
 from app.wm.extractor.arguments import append_op, keep_op, update_op
 from app.wm.extractor.config import ExtractorConfig
 from app.wm.extractor.constraints import is_preference_sentence
@@ -32,14 +38,30 @@ _DIGIT: Final = re.compile(r"\d")
 # does not start with a lower-case ASCII letter, or a decision word. A word holding a digit is
 # found at its first digit (the letters before it, then a digit): the same match as looking for
 # its last one, without trying every shorter prefix of the word.
-_FACT_PATTERN: Final = (
-    r"`[^`\n]+`|\$\d[\d,]*(?:\.\d+)?|(?<![\w.])[^\W\d_]*\d[\w.:-]*|[^\W\d_a-z][^\W_]{2,}"
-    r"|(?<!\w)(?i:because|decided|chose|committed|agreed|resolved)(?!\w)"
-)
-_FACT_TOKEN: Final = re.compile(_FACT_PATTERN)
-_FACT_TOKEN_ASCII: Final = re.compile(_FACT_PATTERN, re.ASCII)
-"""The same pattern for ASCII text, which both read alike (it has no whitespace class, the one
-whose ASCII meaning differs on ASCII text): ASCII classes are cheaper to test."""
+_BACKTICKED: Final = r"`[^`\n]+`"
+_AMOUNT: Final = r"\$\d[\d,]*(?:\.\d+)?"
+_WITH_DIGIT: Final = r"(?<![\w.])[^\W\d_]*\d[\w.:-]*"
+_CAPITALISED: Final = r"[^\W\d_a-z][^\W_]{2,}"
+_DECISION: Final = r"(?<!\w)(?i:" + "|".join(DECISION_WORDS) + r")(?!\w)"
+
+
+def _fact_tokens(*, digits: bool, decisions: bool, flags: int = 0) -> re.Pattern[str]:
+    """The pattern without the alternatives a sentence cannot match (an amount and a word with
+    a digit need a digit, a decision word needs its letters): the others match the same."""
+    numbers = [_AMOUNT, _WITH_DIGIT] if digits else []
+    words = [_DECISION] if decisions else []
+    return re.compile("|".join([_BACKTICKED, *numbers, _CAPITALISED, *words]), flags)
+
+
+_FACT_TOKEN: Final = _fact_tokens(digits=True, decisions=True)
+_FACT_TOKEN_ASCII: Final = {
+    (digits, decisions): _fact_tokens(digits=digits, decisions=decisions, flags=re.ASCII)
+    for digits in (False, True)
+    for decisions in (False, True)
+}
+"""The same patterns for ASCII text, which they read alike (they have no whitespace class, the
+one whose ASCII meaning differs on ASCII text): ASCII classes are cheaper to test, and in ASCII
+text a decision word in any case is one in its lower-case form."""
 _FACT_MIN_WORDS: Final = 4
 _STATEMENT_MIN_WORDS: Final = 7
 
@@ -66,16 +88,19 @@ def key_facts_op(
         text = make()
         if fresh(text):
             chosen.append((order, reading.cite(text, *views)))
-    for score, order, text, view in sorted(statements, key=lambda e: (-e[0], e[1])):
+    # A statement's text is clipped only once it is looked at (most never are).
+    for score, order, fact, view in sorted(statements, key=lambda e: (-e[0], e[1])):
         if len(chosen) >= config.key_facts_per_batch or score == 0:
             break
+        text = clip(fact, config.item_chars)
         if fresh(text):
             chosen.append((order, reading.cite(text, view)))
     if len(chosen) < config.key_facts_minimum:
         # A short exchange without names, dates or numbers still has a point: keep its most
         # substantial statements rather than nothing.
+        clipped = ((s, o, clip(fact, config.item_chars), v) for s, o, fact, v in statements)
         plain = sorted(
-            (e for e in statements if e[0] == 0 and _is_statement(e[2])),
+            (e for e in clipped if e[0] == 0 and _is_statement(e[2])),
             key=lambda entry: (-len(entry[2]), entry[1]),
         )
         for _, order, text, view in plain:
@@ -101,7 +126,7 @@ Statements = list[tuple[int, int, str, MessageView]]
 def _fact_candidates(reading: Reading, config: ExtractorConfig) -> tuple[Calls, Statements]:
     """Every possible fact, in conversation order: tool calls as ``(order, make text, the call
     and its result)``, and statements as ``(score, order, text, message)``, scored 0 below the
-    threshold of 2."""
+    threshold of 2 (the text not yet clipped)."""
     calls: Calls = []
     statements: Statements = []
     order = 0
@@ -123,7 +148,7 @@ def _fact_candidates(reading: Reading, config: ExtractorConfig) -> tuple[Calls, 
                 continue
             relative = day is not None and has_relative_time(sentence)
             score = int(relative) + fact_score(sentence, reading.speaker_words)
-            if view.role == "user" and is_preference_sentence(sentence):
+            if score < 2 and view.role == "user" and is_preference_sentence(sentence):
                 # The user's own preference is a fact about them, never a task constraint.
                 score = max(score, 2)
             fact = sentence
@@ -132,9 +157,7 @@ def _fact_candidates(reading: Reading, config: ExtractorConfig) -> tuple[Calls, 
                 fact = f"{resolve_relative(sentence, day)} (said on {format_day(day)})"
             if view.speaker != "assistant":
                 fact = f"{label(view)}: {fact}"
-            statements.append(
-                (score if score >= 2 else 0, order, clip(fact, config.item_chars), view)
-            )
+            statements.append((score if score >= 2 else 0, order, fact, view))
             order += 1
     return calls, statements
 
@@ -156,7 +179,12 @@ def fact_score(sentence: str, speaker_words: frozenset[str]) -> int:
     one more if it holds a number. One pattern over the sentence: this runs for every sentence
     of every archive, where the full anchor scan of guard B would dominate a commit."""
     keys: set[str] = set()
-    pattern = _FACT_TOKEN_ASCII if sentence.isascii() else _FACT_TOKEN
+    digits = _DIGIT.search(sentence) is not None
+    pattern = _FACT_TOKEN
+    if sentence.isascii():
+        lowered = sentence.lower()
+        decisions = any(word in lowered for word in DECISION_WORDS)
+        pattern = _FACT_TOKEN_ASCII[digits, decisions]
     for token in pattern.findall(sentence):
         key = token.strip("`").lower()
         opener = token[0].isupper() and not _DIGIT.search(token)
@@ -164,7 +192,7 @@ def fact_score(sentence: str, speaker_words: frozenset[str]) -> int:
             continue
         if key not in speaker_words:
             keys.add(key)
-    return len(keys) + (1 if _DIGIT.search(sentence) else 0)
+    return len(keys) + (1 if digits else 0)
 
 
 _PACK_SEPARATOR: Final = " | "

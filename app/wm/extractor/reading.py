@@ -8,10 +8,11 @@ op for any section.
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections.abc import Iterator
 from datetime import date
 from functools import lru_cache
-from itertools import chain
+from itertools import accumulate, chain
 
 from app.wm.extractor.dates import format_day, session_day
 from app.wm.messages import MessageView
@@ -116,8 +117,8 @@ def _sentences(text: str) -> tuple[str, ...]:
     return tuple(found)
 
 
-# Line breaks of ``str.splitlines`` other than ``\n``: a text holding one is read line by line.
-_OTHER_LINE_BREAK = re.compile("[\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+_LINE_BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+"""What ``str.splitlines`` cuts at (``\r\n`` is one break)."""
 
 
 def lines_holding(text: str, hits: Iterator[re.Match[str]]) -> Iterator[str]:
@@ -127,19 +128,14 @@ def lines_holding(text: str, hits: Iterator[re.Match[str]]) -> Iterator[str]:
     first = next(hits, None)
     if first is None:
         return
-    if _OTHER_LINE_BREAK.search(text):
-        yield from text.splitlines()
-        return
-    end = -1
+    pieces = text.splitlines(keepends=True)
+    ends = list(accumulate(map(len, pieces)))
+    last = -1
     for hit in chain((first,), hits):
-        position = hit.start()
-        if position < end:
-            continue
-        start = text.rfind("\n", 0, position) + 1
-        end = text.find("\n", position)
-        if end < 0:
-            end = len(text)
-        yield text[start:end]
+        index = bisect_right(ends, hit.start())
+        if index != last:
+            last = index
+            yield pieces[index].rstrip(_LINE_BREAKS)
 
 
 def is_greeting(sentence: str) -> bool:

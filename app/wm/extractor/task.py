@@ -45,11 +45,10 @@ def task_op(reading: Reading, prior: str, config: ExtractorConfig) -> dict[str, 
         for sentence in sentences(view.text):
             if len(sentence.split()) < 3:
                 continue
-            item = clip(sentence, config.item_chars)
             if is_constraint_sentence(sentence, chat=reading.chat):
-                constraints.append(reading.cite(item, view))
+                constraints.append(reading.cite(clip(sentence, config.item_chars), view))
             elif not reading.chat and _is_request(sentence):
-                requests.append(reading.cite(item, view))
+                requests.append(reading.cite(clip(sentence, config.item_chars), view))
     known = {_task_key(item) for item in split_items(prior)}
     fresh_constraints = _fresh(constraints, known)
     candidates += fresh_constraints[: config.task_items_per_batch]
