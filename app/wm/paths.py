@@ -33,8 +33,10 @@ _FILE = re.compile(
 # The first segment must look like a name (so ``05/20/2024`` is a date, not a path); later ones
 # may start with a digit (``runs/2024/report``).
 _FIRST_SEGMENT = r"\.?[^\W\d][\w.-]*"
+# A segment never gives back characters (possessive): what follows it, a slash or the end, can
+# never start inside one, so trying shorter segments could only fail again.
 _CHAIN = re.compile(
-    r"(?<![\w./\\-])(?:~|\.{1,2})?/?" + _FIRST_SEGMENT + r"(?:/[\w.-]+)+/?(?![\w-])"
+    r"(?<![\w./\\-])(?:~|\.{1,2})?/?" + _FIRST_SEGMENT + r"+(?:/[\w.-]++)+/?(?![\w-])"
 )
 _URL = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s<>\"'`)\]]+")
 _TRAILING = ".,;:!?/"

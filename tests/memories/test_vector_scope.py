@@ -14,9 +14,11 @@ from types import ModuleType
 from typing import Any
 
 import psycopg
+import pytest
 from pgvector import Vector
 from pgvector.psycopg import register_vector
 from sqlalchemy import Table, text
+from sqlalchemy.engine import make_url
 
 from app import migrations
 from app.db import Database
@@ -26,7 +28,7 @@ from app.memories.repository import ALL_CATEGORIES
 from app.memories.service import MemoryQuery, MemoryService
 from app.models import Memory
 from app.tenancy.principal import Principal, Role
-from tests.support.postgres import DatabaseUrls
+from tests.support.postgres import DatabaseUrls, PostgresForTests
 
 DIM = 384
 MODEL = f"test-random:v1:{DIM}"
@@ -48,9 +50,14 @@ def revision() -> ModuleType:
     return module
 
 
+MAX_COVERED_DIM = 512
+"""The revision's own limit (``revision().MAX_COVERED_DIM``, checked below)."""
+
+
 def test_the_statement_repeats_the_index_predicates_word_for_word() -> None:
     # The planner uses a partial index only when the query states its predicate.
     created = revision()
+    assert created.MAX_COVERED_DIM == MAX_COVERED_DIM
     assert search_sql.COVERED == created.SHORT
     assert search_sql.NOT_COVERED == created.LONG
     assert search_sql.COVERED in search_sql.SEARCH_EXACT.text
@@ -226,3 +233,59 @@ async def test_exact_search_reads_the_covering_index_and_finds_every_row(
         )
         assert len(expected) == 10
         assert found == expected, (user_id, category, include_superseded)
+
+
+def index_names(plain_url: str) -> set[str]:
+    with psycopg.connect(plain_url) as connection:
+        rows = connection.execute(
+            "SELECT indexname FROM pg_indexes WHERE tablename = 'memories'"
+        ).fetchall()
+    return {row[0] for row in rows}
+
+
+@pytest.mark.parametrize(
+    ("dim", "covered"),
+    [(384, True), (MAX_COVERED_DIM, True), (MAX_COVERED_DIM + 1, False), (1536, False)],
+)
+def test_the_covering_index_is_made_only_for_vectors_it_can_hold(
+    postgres: PostgresForTests, monkeypatch: pytest.MonkeyPatch, dim: int, covered: bool
+) -> None:
+    url = postgres.create_database("wmscope")
+    plain = make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+    monkeypatch.setenv("WORKMEM_EMBEDDING_DIM", str(dim))
+    migrations.upgrade(url)
+    names = index_names(plain)
+    assert ("ix_memories_vector_scope" in names) is covered
+    assert "ix_memories_long_scope" in names
+    # The largest entry the index admits: a user id of 4-byte characters filling the 320 bytes
+    # with the embedder's name, a full category, every column set. It must be writable.
+    model = f"test-random:v1:{dim}"
+    user_id = "\U0001f600" * ((320 - len(model)) // 4)
+    with psycopg.connect(plain) as connection:
+        register_vector(connection)
+        tenant_id = connection.execute(
+            "INSERT INTO tenants (name) VALUES ('wide') RETURNING tenant_id"
+        ).fetchone()[0]  # type: ignore[index]
+        source = connection.execute(
+            "INSERT INTO agent_sessions (tenant_id, last_seq) VALUES (%s, 1)"
+            " RETURNING agent_session_id",
+            (tenant_id,),
+        ).fetchone()[0]  # type: ignore[index]
+        connection.execute(
+            "INSERT INTO archives (tenant_id, agent_session_id, archive_seq, start_seq,"
+            " end_seq, status) VALUES (%s, %s, 1, 1, 1, 'done')",
+            (tenant_id, source),
+        )
+        rng = random.Random(dim)
+        for user in (user_id, user_id + "x" * 300):
+            connection.execute(
+                "INSERT INTO memories (tenant_id, user_id, category, content, confidence,"
+                " agent_session_id, archive_seq, embedding, embedding_model, expires_at)"
+                " VALUES (%s, %s, 'preference', 'wide', 0.5, %s, 1, %s, %s, now() + interval '1 day')",
+                (tenant_id, user, source,
+                 Vector([rng.gauss(0.0, 1.0) for _ in range(dim)]), model),
+            )  # fmt: skip
+        connection.commit()
+        assert len(user_id.encode()) + len(model) > 320 - 4
+    migrations.downgrade(url, "-1")
+    assert not {"ix_memories_vector_scope", "ix_memories_long_scope"} & index_names(plain)

@@ -88,3 +88,22 @@ def test_every_listed_extension_is_a_path(extension: str) -> None:
 )
 def test_paths_over_lines(text: str, paths: list[str]) -> None:
     assert find_paths(text) == paths
+
+
+@pytest.mark.parametrize(
+    ("text", "paths"),
+    [
+        ("a/b/", ["a/b"]),
+        ("a/b.", ["a/b"]),
+        ("../x/y/", ["../x/y"]),
+        ("a.b/c-d/e.f-", ["a.b/c-d/e.f-"]),
+        ("x/-/y", ["x/-/y"]),
+        ("a/b//c", ["a/b"]),
+        (".a/b", [".a/b"]),
+        ("a/b/-", ["a/b/-"]),
+        ("a-/b", ["a-/b"]),
+        ("~/.x/y.z/", ["~/.x/y.z"]),
+    ],
+)
+def test_chain_ends(text: str, paths: list[str]) -> None:
+    assert find_paths(text) == paths

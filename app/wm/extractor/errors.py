@@ -9,6 +9,7 @@ output; never a line of code) and how a correction is written: what replaced wha
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from typing import Final
 
 from app.wm.extractor.arguments import append_op, keep_op
@@ -71,18 +72,34 @@ def _correction_item(
     )
 
 
-_ANY_TOOL_ERROR: Final = re.compile(r"[eE](?i:rror|xception)|[fF](?i:atal|ail)|[tT](?i:raceback)")
+_TOOL_ERROR_WORDS: Final = ("error", "exception", "fatal", "fail", "traceback")
 """A word every error line of tool output holds, in any case: only the lines holding one are read
-(most tool output reports no error). Its first letter is spelled out (no other character is the
-same letter in another case), so the search skips to the next ``e``, ``f`` or ``t``."""
-_ANY_ERROR_NAME: Final = re.compile(r"Error|Exception")
+(most tool output reports no error)."""
+_ANY_TOOL_ERROR: Final = re.compile("|".join(_TOOL_ERROR_WORDS), re.IGNORECASE)
+_ANY_TOOL_ERROR_ASCII: Final = re.compile(_ANY_TOOL_ERROR.pattern, re.IGNORECASE | re.ASCII)
+_ERROR_NAME_WORDS: Final = ("Error", "Exception")
 """What every exception name holds: the only error lines of what people write."""
+_ANY_ERROR_NAME: Final = re.compile("|".join(_ERROR_NAME_WORDS))
+
+
+def _error_hits(text: str, *, tool_output: bool) -> Iterator[re.Match[str]]:
+    """Where the text holds an error word; a text without one is looked at only by substring
+    searches (in ASCII text, matching case-insensitively is matching its lower-case form)."""
+    if not tool_output:
+        if not any(word in text for word in _ERROR_NAME_WORDS):
+            return iter(())
+        return _ANY_ERROR_NAME.finditer(text)
+    if not text.isascii():
+        return _ANY_TOOL_ERROR.finditer(text)
+    lowered = text.lower()
+    if not any(word in lowered for word in _TOOL_ERROR_WORDS):
+        return iter(())
+    return _ANY_TOOL_ERROR_ASCII.finditer(text)
 
 
 def _error_lines(text: str, *, tool_output: bool) -> list[str]:
-    hint = _ANY_TOOL_ERROR if tool_output else _ANY_ERROR_NAME
     lines: list[str] = []
-    for line in lines_holding(text, hint.finditer(text)):
+    for line in lines_holding(text, _error_hits(text, tool_output=tool_output)):
         stripped = LEADING_MARKUP.sub("", line.strip())
         if not stripped or _CODE_LISTING.match(stripped) or _CODE_LINE.match(stripped):
             continue

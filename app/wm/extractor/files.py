@@ -9,11 +9,12 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable
+from functools import lru_cache
 from typing import Final
 
 from app.wm.extractor.arguments import append_op, keep_op, update_op
 from app.wm.extractor.config import ExtractorConfig
-from app.wm.extractor.reading import Reading, label
+from app.wm.extractor.reading import Reading, label, lines_holding
 from app.wm.extractor.tool_calls import flatten
 from app.wm.items import fresh_items, split_items
 from app.wm.messages import MessageView
@@ -73,16 +74,13 @@ def _path_mentions(reading: Reading) -> Iterable[tuple[str, str, MessageView]]:
             if len(paths) > _FOCUSED_OUTPUT_PATHS:
                 # A listing (ls, pip, a search over many files) is noise: only lines that name
                 # a file on purpose (an opened file, a traceback frame) count.
-                paths = [
-                    path
-                    for line in view.text.splitlines()
-                    if _FILE_LINE.search(line)
-                    for path in _paths(line)
-                ]
+                lines = lines_holding(view.text, _FILE_LINE.finditer(view.text))
+                paths = [path for line in lines for path in _paths(line)]
             for path in paths:
                 yield path, f"seen in {view.tool_name} output", view
 
 
+@lru_cache(maxsize=4096)
 def _is_noise_path(path: str) -> bool:
     segments = [segment for segment in re.split(r"[/\\]", path) if segment]
     return all(len(segment) <= 2 for segment in segments) or "site-packages" in path

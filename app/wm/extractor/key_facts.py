@@ -13,7 +13,13 @@ from collections.abc import Callable
 from functools import lru_cache, partial
 from typing import Final
 
-from app.wm.anchors import PROPER_NOUN_STOP_WORDS, AnchorSpan, anchor_spans, lines_anchors
+from app.wm.anchors import (
+    DECISION_WORDS,
+    PROPER_NOUN_STOP_WORDS,
+    AnchorSpan,
+    anchor_spans,
+    lines_anchors,
+)
 from app.wm.extractor.arguments import append_op, keep_op, update_op
 from app.wm.extractor.config import ExtractorConfig
 from app.wm.extractor.constraints import is_preference_sentence
@@ -32,14 +38,30 @@ _DIGIT: Final = re.compile(r"\d")
 # does not start with a lower-case ASCII letter, or a decision word. A word holding a digit is
 # found at its first digit (the letters before it, then a digit): the same match as looking for
 # its last one, without trying every shorter prefix of the word.
-_FACT_PATTERN: Final = (
-    r"`[^`\n]+`|\$\d[\d,]*(?:\.\d+)?|(?<![\w.])[^\W\d_]*\d[\w.:-]*|[^\W\d_a-z][^\W_]{2,}"
-    r"|(?<!\w)(?i:because|decided|chose|committed|agreed|resolved)(?!\w)"
-)
-_FACT_TOKEN: Final = re.compile(_FACT_PATTERN)
-_FACT_TOKEN_ASCII: Final = re.compile(_FACT_PATTERN, re.ASCII)
-"""The same pattern for ASCII text, which both read alike (it has no whitespace class, the one
-whose ASCII meaning differs on ASCII text): ASCII classes are cheaper to test."""
+_BACKTICKED: Final = r"`[^`\n]+`"
+_AMOUNT: Final = r"\$\d[\d,]*(?:\.\d+)?"
+_WITH_DIGIT: Final = r"(?<![\w.])[^\W\d_]*\d[\w.:-]*"
+_CAPITALISED: Final = r"[^\W\d_a-z][^\W_]{2,}"
+_DECISION: Final = r"(?<!\w)(?i:" + "|".join(DECISION_WORDS) + r")(?!\w)"
+
+
+def _fact_tokens(*, digits: bool, decisions: bool, flags: int = 0) -> re.Pattern[str]:
+    """The pattern without the alternatives a sentence cannot match (an amount and a word with
+    a digit need a digit, a decision word needs its letters): the others match the same."""
+    numbers = [_AMOUNT, _WITH_DIGIT] if digits else []
+    words = [_DECISION] if decisions else []
+    return re.compile("|".join([_BACKTICKED, *numbers, _CAPITALISED, *words]), flags)
+
+
+_FACT_TOKEN: Final = _fact_tokens(digits=True, decisions=True)
+_FACT_TOKEN_ASCII: Final = {
+    (digits, decisions): _fact_tokens(digits=digits, decisions=decisions, flags=re.ASCII)
+    for digits in (False, True)
+    for decisions in (False, True)
+}
+"""The same patterns for ASCII text, which they read alike (they have no whitespace class, the
+one whose ASCII meaning differs on ASCII text): ASCII classes are cheaper to test, and in ASCII
+text a decision word in any case is one in its lower-case form."""
 _FACT_MIN_WORDS: Final = 4
 _STATEMENT_MIN_WORDS: Final = 7
 
@@ -157,7 +179,12 @@ def fact_score(sentence: str, speaker_words: frozenset[str]) -> int:
     one more if it holds a number. One pattern over the sentence: this runs for every sentence
     of every archive, where the full anchor scan of guard B would dominate a commit."""
     keys: set[str] = set()
-    pattern = _FACT_TOKEN_ASCII if sentence.isascii() else _FACT_TOKEN
+    digits = _DIGIT.search(sentence) is not None
+    pattern = _FACT_TOKEN
+    if sentence.isascii():
+        lowered = sentence.lower()
+        decisions = any(word in lowered for word in DECISION_WORDS)
+        pattern = _FACT_TOKEN_ASCII[digits, decisions]
     for token in pattern.findall(sentence):
         key = token.strip("`").lower()
         opener = token[0].isupper() and not _DIGIT.search(token)
@@ -165,7 +192,7 @@ def fact_score(sentence: str, speaker_words: frozenset[str]) -> int:
             continue
         if key not in speaker_words:
             keys.add(key)
-    return len(keys) + (1 if _DIGIT.search(sentence) else 0)
+    return len(keys) + (1 if digits else 0)
 
 
 _PACK_SEPARATOR: Final = " | "
