@@ -34,6 +34,7 @@ from tests.support.privileged import documented
 from tests.support.statements import Statement, StatementLog
 
 TENANT_PARAM = re.compile(r"tenant_id\s*=\s*%\((\w+)\)s")
+MULTI_ROW_TENANT = re.compile(r"tenant_id_m\d+")
 INSERT_COLUMNS = re.compile(r"^INSERT INTO (\w+)(?: AS \w+)? \(([^)]*)\)")
 CALL = re.compile(r"\b(workmem_[a-z_]+)\(")
 # Statements that touch no tenant table: the driver's and SQLAlchemy's connection setup, the
@@ -53,7 +54,9 @@ def tenants_named(statement: Statement) -> set[str] | None:
     names = TENANT_PARAM.findall(statement.sql)
     insert = INSERT_COLUMNS.match(statement.sql)
     if insert is not None and "tenant_id" in [c.strip() for c in insert.group(2).split(",")]:
-        names.append("tenant_id")
+        # One row's value, or each row's of a multi-row insert (``tenant_id_m0``, ``_m1``…).
+        rows = [name for name in params if MULTI_ROW_TENANT.fullmatch(name)]
+        names.extend(rows or ["tenant_id"])
     tenants = {str(params[name]) for name in names}
     if "token" in params:  # the tenant token's first part is its tenant
         tenants.add(str(params["token"]).split(".", 1)[0])

@@ -20,6 +20,7 @@ import uuid
 from collections.abc import Callable, Coroutine
 from typing import Any
 
+from fastapi import HTTPException
 from fastapi.routing import APIRoute
 from fastapi.telemetry import get_telemetry_data
 from pydantic import BaseModel, ValidationError
@@ -84,7 +85,13 @@ async def _direct_arguments(
     content_type = headers.get("content-type", "")
     if content_type.partition(";")[0].strip().lower() != "application/json":
         return None
-    if not await request.body():
+    try:
+        raw = await request.body()
+    except HTTPException:  # the body's own deadline or size (``BodyGuard``), as FastAPI lets pass
+        raise
+    except Exception as error:  # a client gone mid-body: FastAPI's answer to a body it cannot read
+        raise HTTPException(400, "There was an error parsing the body") from error
+    if not raw:
         return None
     try:
         parsed = await request.json()

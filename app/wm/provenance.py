@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
-from app.wm.anchors import anchors
+from app.wm.absorption import absorbing
 from app.wm.authority import authority_of
 from app.wm.guards import is_constraint
 from app.wm.items import (
@@ -23,7 +23,6 @@ from app.wm.items import (
     is_heading,
     markers_of,
     normalise,
-    snippet,
     split_items,
     strip_bullet,
     strip_markers,
@@ -209,53 +208,36 @@ def attribute(
         # The sources this archive gave the same body, as they were, and nothing new cited:
         # every item already has its own sources, its seqs' roles, and no prior item is lost.
         return tuple(prior)
-    # Seqs are cut to the newest ``MAX_SEQS_PER_ITEM`` once, at the end: the newest of a union
-    # are the newest of the union of its parts' newest, so cutting the parts first changes nothing.
-    by_key: dict[str, list[int]] = {}
-    authority_by_key: dict[str, set[str]] = {}
+    entries: dict[str, list[ItemSource]] = {}
     for entry in prior:
-        key = source_key(entry.item)
-        by_key.setdefault(key, []).extend(entry.seqs)
-        authority_by_key.setdefault(key, set()).update(entry.authority)
-    seqs: list[set[int]] = [{*cited.get(key, ()), *by_key.get(key, ())} for key in keys]
-    authority: list[set[str]] = [set(authority_by_key.get(key, ())) for key in keys]
+        entries.setdefault(source_key(entry.item), []).append(entry)
     present = set(keys)
     gone = [entry for entry in prior if entry.seqs and source_key(entry.item) not in present]
-    for index, absorbed in _absorbing(items, gone):
-        seqs[index].update(absorbed.seqs)
-        authority[index].update(absorbed.authority)
+    absorbed: dict[int, list[ItemSource]] = {}
+    for index, entry in absorbing(items, gone):
+        absorbed.setdefault(index, []).append(entry)
     found_sources: list[ItemSource] = []
-    for item, found, who in zip(items, seqs, authority, strict=True):
+    for index, (item, key) in enumerate(zip(items, keys, strict=True)):
+        same = entries.get(key, [])
+        if len(same) == 1 and index not in absorbed and key not in cited and shared.made(same[0]):
+            # Its one prior entry, made by this archive's attribution: its own sources and
+            # their roles, and nothing new.
+            entry = same[0]
+            found_sources.append(entry if entry.item == item else replace(entry, item=item))
+            continue
+        # Seqs are cut to the newest ``MAX_SEQS_PER_ITEM`` once, at the end: the newest of a
+        # union are the newest of the union of its parts' newest.
+        found: set[int] = set(cited.get(key, ()))
+        who: set[str] = set()
+        for entry in (*same, *absorbed.get(index, ())):
+            found.update(entry.seqs)
+            who.update(entry.authority)
         kept = normalised_seqs(found)
         who.update(shared.who(kept))
         found_sources.append(ItemSource(item, kept, authority=authority_of(who)))
     attributed = tuple(found_sources)
     shared.keep_attributed(body, attributed)
     return attributed
-
-
-def _absorbing(items: list[str], gone: list[ItemSource]) -> list[tuple[int, ItemSource]]:
-    """Each (index of an item, prior item it absorbed) for the prior items the body lost."""
-    lowered = [item.lower() for item in items]
-    holders: dict[str, list[int]] | None = None
-    pairs: list[tuple[int, ItemSource]] = []
-    for entry in gone:
-        wanted = anchors(entry.item)
-        by_anchor: set[int] = set()
-        if wanted:
-            if holders is None:
-                holders = {}
-                for index, item in enumerate(items):
-                    for anchor in anchors(item):
-                        holders.setdefault(anchor, []).append(index)
-            held = [anchor for anchor in wanted if anchor in holders]
-            if len(held) * 2 >= len(wanted):
-                by_anchor = {index for anchor in held for index in holders[anchor]}
-        cut = snippet(entry.item)
-        for index, item in enumerate(lowered):
-            if index in by_anchor or cut in item:
-                pairs.append((index, entry))
-    return pairs
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,8 +4,10 @@ An archive is merged batch by batch, each batch's working memory the next one's 
 items are the same from one batch to the next; so are the archive's messages. What an item's
 attribution and trust check read of those messages (the roles of its seqs, the messages a
 constraint quotes word for word) depends on the item and the messages alone: it is worked out the
-first time and looked up after. A ``Reuse`` holds it for the evidence and roles it was made with;
-given any others, the merge works everything out afresh (``for_evidence``, ``for_roles``). Pure.
+first time and looked up after. So are the sources the attribution gave: an item a batch left
+alone keeps its entry, and a section it left alone its sources. A ``Reuse`` holds all this for the
+evidence and roles it was made with; given any others, the merge works everything out afresh
+(``for_evidence``, ``for_roles``). Pure.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ class Reuse:
     roles: Mapping[int, tuple[str, ...]] = field(default_factory=dict)
     _quoted: dict[str, Seqs] = field(default_factory=dict, init=False, repr=False)
     _who: dict[Seqs, frozenset[str]] = field(default_factory=dict, init=False, repr=False)
+    _made: dict[int, object] = field(default_factory=dict, init=False, repr=False)
     _attributed: dict[str, tuple[object, ...]] = field(default_factory=dict, init=False, repr=False)
 
     def quoted(self, key: str) -> Seqs:
@@ -45,12 +48,19 @@ class Reuse:
             self._who[seqs] = found
         return found
 
+    def made(self, entry: object) -> bool:
+        """Whether this reuse's attribution made ``entry`` (the very object)."""
+        return self._made.get(id(entry)) is entry
+
     def attributed(self, body: str) -> tuple[object, ...] | None:
         """The sources this reuse last attributed to ``body``."""
         return self._attributed.get(body)
 
     def keep_attributed(self, body: str, sources: tuple[object, ...]) -> None:
+        """Keep what the attribution made of ``body``: the sources, and each entry."""
         self._attributed[body] = sources
+        for entry in sources:
+            self._made[id(entry)] = entry
 
 
 def for_evidence(reuse: Reuse | None, evidence: Mapping[int, str]) -> Reuse:

@@ -132,3 +132,57 @@ async def test_each_request_is_answered_as_the_whole_handler_answers_it(
     seqs = [m["seq"] for m in first.get("messages", [first.get("message")])]
     later = [m["seq"] for m in second.get("messages", [second.get("message")])]
     assert later == [seq + len(seqs) for seq in seqs], case
+
+
+async def _answer(app: Any, path: str, headers: list[tuple[bytes, bytes]]) -> tuple[int, bytes]:
+    """The app's answer to a request whose client goes away before sending its body."""
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "query_string": b"",
+        "root_path": "",
+        "headers": headers,
+        "client": ("127.0.0.1", 1),
+        "server": ("workmem.test", 80),
+    }
+    status = 0
+    body = b""
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        nonlocal status, body
+        if message["type"] == "http.response.start":
+            status = message["status"]
+        elif message["type"] == "http.response.body":
+            body += message.get("body", b"")
+
+    await app(scope, receive, send)
+    return status, body
+
+
+async def test_a_client_gone_before_its_body_is_answered_as_the_whole_handler_answers_it(
+    client: httpx.AsyncClient, settings: Settings, database: Database, tenant: TenantKeys
+) -> None:
+    agent_session_id = await create_session(client, tenant)
+    path = f"/v1/sessions/{agent_session_id}/messages"
+    headers = [
+        (b"authorization", f"Bearer {tenant.writer}".encode()),
+        (b"content-type", b"application/json"),
+    ]
+    answers = []
+    for overridden in (False, True):
+        app = create_app(settings, database=database)
+        if overridden:
+            app.dependency_overrides[_never_used] = _never_used
+        async with LifespanManager(app) as manager:
+            answers.append(await _answer(manager.app, path, headers))
+    direct, whole = answers
+    assert direct == whole
+    assert direct[0] == 400, direct

@@ -16,6 +16,7 @@ from app.wm.provenance import (
     Provenance,
     attribute,
     cited_markdown,
+    mark_tool_output,
     mark_unsourced,
     read_references,
     source_key,
@@ -111,6 +112,16 @@ def test_attribute(
 def test_a_prior_item_without_sources_is_never_looked_for() -> None:
     found = attribute("- something else", {}, (ItemSource("something", ()),))
     assert found == (ItemSource("something else", ()),)
+
+
+def test_tool_output_is_marked_and_headings_and_blank_lines_pass_through() -> None:
+    sources = (ItemSource("Build failed", (3,), authority=("tool",)), ItemSource("Use tabs", (2,)))
+    body, marked = mark_tool_output("### Build\n\n- Build failed\n- Use tabs", sources)
+    assert body == "### Build\n\n- [from a tool result] Build failed\n- Use tabs"
+    assert marked == (
+        ItemSource("[from a tool result] Build failed", (3,), authority=("tool",)),
+        sources[1],
+    )
 
 
 def test_a_prior_item_without_anchors_is_absorbed_by_its_first_characters_only() -> None:

@@ -184,3 +184,25 @@ def test_a_repeated_item_is_attributed_again() -> None:
     again = attribute(body, {}, first, roles, reuse=reuse)
     assert again is not first
     assert again == attribute(body, {}, first, roles)
+
+
+def test_items_a_batch_left_alone_keep_their_entries() -> None:
+    """Of a body the batch changed, each item it left alone keeps its entry (one, made by this
+    archive's attribution, nothing cited, nothing absorbed); the others are attributed again,
+    as a fresh attribution would."""
+    roles = {2: ("user",), 3: ("tool",), 4: ("assistant",)}
+    reuse = Reuse(roles=roles)
+    first = attribute(
+        "- Build failed\n- Tests pass", {"build failed": (3,), "tests pass": (2,)}, (), roles,
+        reuse=reuse,
+    )  # fmt: skip
+    body = "- [resolved] Build failed\n- Tests pass\n- Deploy at noon"
+    cited = {"deploy at noon": (4,)}
+    second = attribute(body, cited, first, roles, reuse=reuse)
+    assert second == attribute(body, cited, first, roles)
+    assert second[1] is first[1]
+    assert second[0] == ItemSource("[resolved] Build failed", (3,), authority=("tool",))
+    # Entries it did not make are attributed again (here: their seqs' roles come back).
+    copied = tuple(ItemSource(e.item, e.seqs) for e in first)
+    third = attribute("- Build failed\n- Tests pass", {}, copied, roles, reuse=reuse)
+    assert third == first
