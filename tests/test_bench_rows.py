@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench.run_all import (
+from bench.table_rows import (
     commit_rows,
     context_rows,
     filtered_search_rows,

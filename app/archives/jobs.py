@@ -30,7 +30,9 @@ from app.db_errors import is_unavailable
 from app.errors import NotFound
 from app.memories.extraction import Prepared
 from app.memories.jobs import MemoryJobService
-from app.memories.policy import EVERYTHING, EffectivePolicy, parse_policy, resolve
+from app.memories.policies import effective
+from app.memories.policy import EVERYTHING, EffectivePolicy
+from app.memories.policy_store import PolicyStore
 from app.memories.records import Failure, FailureStage, MemoryReport, Source
 from app.models import Archive, ArchiveStatus
 from app.pins.records import Pin
@@ -163,18 +165,15 @@ class ArchiveJobService:
             if seq not in retracted
         )
         # One read of the agent-session row: its owner's labels and the memory policies.
-        user_id, agent_id, own, users = await self.archives.owner_and_policies(agent_session_id)
+        found = await PolicyStore(self.db, self.scope).of_agent_session(agent_session_id)
         return Work(
             archive=archive,
             prior=prior or WorkingMemory.empty(),
             messages=kept,
             covers_failed_archives=[row.archive_seq for row in failed],
-            source=Source(agent_session_id, claim.archive_seq, user_id, agent_id),
+            source=Source(agent_session_id, claim.archive_seq, found.user_id, found.agent_id),
             pins=tuple(await pins_in_force(self.db, self.scope, agent_session_id)),
-            policy=resolve(
-                None if own is None else parse_policy(own),
-                None if users is None else parse_policy(users),
-            ),
+            policy=effective(found),
             extract_from_seq=extract_from,
         )
 

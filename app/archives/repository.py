@@ -29,7 +29,6 @@ from app.models import (
     Archive,
     ArchiveStatus,
     Message,
-    UserMemoryPolicy,
     WmSectionVersion,
 )
 from app.sessions.lineage import Piece
@@ -158,32 +157,6 @@ class ArchiveRepository:
             )
         ).one()
         return row.user_id, row.agent_id
-
-    async def owner_and_policies(
-        self, agent_session_id: uuid.UUID
-    ) -> tuple[str | None, str | None, Any, Any]:
-        """``owner``'s labels with the agent session's own memory policy and its user's default
-        (raw), in one read of the agent-session row: what an archive job needs of it."""
-        row = (
-            await self.db.execute(
-                select(
-                    AgentSession.user_id,
-                    AgentSession.agent_id,
-                    AgentSession.memory_policy,
-                    UserMemoryPolicy.policy,
-                )
-                .outerjoin(
-                    UserMemoryPolicy,
-                    (UserMemoryPolicy.tenant_id == AgentSession.tenant_id)
-                    & (UserMemoryPolicy.user_id == AgentSession.user_id),
-                )
-                .where(
-                    AgentSession.tenant_id == self.scope.tenant_id,
-                    AgentSession.agent_session_id == agent_session_id,
-                )
-            )
-        ).one()
-        return row[0], row[1], row[2], row[3]
 
     async def insert(self, values: dict[str, Any]) -> Archive:
         result = await self.db.execute(

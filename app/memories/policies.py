@@ -14,7 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.errors import NotFound
 from app.memories.policy import EffectivePolicy, MemoryPolicy, parse_policy, resolve
-from app.memories.policy_store import PolicyStore, StoredUserPolicy
+from app.memories.policy_store import AgentSessionPolicies, PolicyStore, StoredUserPolicy
 from app.tenancy.principal import Principal, Scope
 
 
@@ -41,8 +41,12 @@ async def effective_policy(
     db: AsyncSession, tenant_id: uuid.UUID, agent_session_id: uuid.UUID
 ) -> EffectivePolicy:
     """What an archive of the agent session obeys now."""
-    own, users = await PolicyStore(db, Scope(tenant_id)).of_agent_session(agent_session_id)
+    return effective(await PolicyStore(db, Scope(tenant_id)).of_agent_session(agent_session_id))
+
+
+def effective(found: AgentSessionPolicies) -> EffectivePolicy:
+    """The policy the agent session's own fields and its user's default make together."""
     return resolve(
-        None if own is None else parse_policy(own),
-        None if users is None else parse_policy(users),
+        None if found.own is None else parse_policy(found.own),
+        None if found.users is None else parse_policy(found.users),
     )

@@ -28,6 +28,17 @@ class StoredUserPolicy:
     updated_at: datetime
 
 
+@dataclass(frozen=True, slots=True)
+class AgentSessionPolicies:
+    """What an archive job reads of its agent session: the owner's labels (long-term memory's
+    scope), the agent session's own policy and its user's default (raw JSON, ``None`` if unset)."""
+
+    user_id: str | None
+    agent_id: str | None
+    own: dict[str, Any] | None
+    users: dict[str, Any] | None
+
+
 class PolicyStore:
     def __init__(self, db: AsyncSession, scope: Scope) -> None:
         self.db = db
@@ -70,13 +81,17 @@ class PolicyStore:
         )
         return StoredUserPolicy(*(await self.db.execute(upsert)).one())
 
-    async def of_agent_session(
-        self, agent_session_id: uuid.UUID
-    ) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
-        """The agent session's own policy and its user's default, in one statement."""
+    async def of_agent_session(self, agent_session_id: uuid.UUID) -> AgentSessionPolicies:
+        """The agent session's owner labels, its own policy and its user's default, in one
+        statement."""
         row = (
             await self.db.execute(
-                select(AgentSession.memory_policy, UserMemoryPolicy.policy)
+                select(
+                    AgentSession.user_id,
+                    AgentSession.agent_id,
+                    AgentSession.memory_policy,
+                    UserMemoryPolicy.policy,
+                )
                 .outerjoin(
                     UserMemoryPolicy,
                     (UserMemoryPolicy.tenant_id == AgentSession.tenant_id)
@@ -88,4 +103,4 @@ class PolicyStore:
                 )
             )
         ).one()
-        return row[0], row[1]
+        return AgentSessionPolicies(row[0], row[1], row[2], row[3])
