@@ -17,7 +17,7 @@ from app.memories.records import Category
 from app.memories.rules import classify, extract_memories, read_statement
 from app.memories.speaker import about_user, clean, may_concern_user
 from app.memories.text import at_most_words, normalise, tokens, whole_words
-from tests.memories.test_rules import SENTENCES
+from tests.support.memory_sentences import SENTENCES
 
 EDGES = [
     "for i in range(10): total += my_list[i]",
