@@ -50,6 +50,7 @@ from app.memories.vector_plan import (
     parse_version,
 )
 from app.tenancy.principal import Principal, Role
+from tests.support.memory_rows import memory_source
 from tests.support.postgres import PostgresForTests
 
 DIM = 384
@@ -138,19 +139,7 @@ def load(plain_url: str, big: int, small: int, *, covering: bool) -> dict[str, A
             ("big", big, big_user),
             ("small", small, lambda r: f"user-{r.randrange(10)}"),
         ):
-            tenant_id = connection.execute(
-                "INSERT INTO tenants (name) VALUES (%s) RETURNING tenant_id", (name,)
-            ).fetchone()[0]  # type: ignore[index]
-            source = connection.execute(
-                "INSERT INTO agent_sessions (tenant_id, last_seq) VALUES (%s, 1)"
-                " RETURNING agent_session_id",
-                (tenant_id,),
-            ).fetchone()[0]  # type: ignore[index]
-            connection.execute(
-                "INSERT INTO archives (tenant_id, agent_session_id, archive_seq, start_seq,"
-                " end_seq, status) VALUES (%s, %s, 1, 1, 1, 'done')",
-                (tenant_id, source),
-            )
+            tenant_id, source = memory_source(connection, name)
             with connection.cursor().copy(
                 f"COPY memories ({COLUMNS}) FROM STDIN WITH (FORMAT BINARY)"
             ) as copy:
@@ -363,15 +352,16 @@ async def run_cases(
     # (up to the whole tenant) and would evict from the cache what the chosen plans read,
     # which no workload of real searches does.
     for passes, baseline in (([(chosen, None)], raw), (references, raw_beside_references)):
-        for warm, vector in enumerate(vectors[:20] + vectors):
-            measured = warm >= 20
+        warm_ups = vectors[:20]
+        for warm, vector in enumerate(warm_ups + vectors):
+            measured = warm >= len(warm_ups)
             query = MemoryQuery(QUERY_TEXT, vector, MODEL)
             raw_s = raw_search(connection, Vector(vector))
             if measured:
                 baseline.seconds.append(raw_s)
             for case in CASES:
                 principal = principals[case.tenant]
-                truth = truths[(case.name, (warm - 20) % queries)] if measured else set()
+                truth = truths[(case.name, warm - len(warm_ups))] if measured else set()
                 for series, plan in passes:
                     seconds, found = await timed_search(database, principal, case, query, plan)
                     if measured:

@@ -15,6 +15,7 @@ from pgvector.psycopg import register_vector
 from app.db import Database
 from app.memories.service import MemoryQuery, MemoryService
 from app.tenancy.principal import Principal, Role
+from tests.support.memory_rows import memory_source
 from tests.support.postgres import DatabaseUrls
 
 DIM = 384
@@ -38,19 +39,7 @@ def load(plain_url: str) -> dict[str, uuid.UUID]:
         # Built after the load, as for a bulk import (faster than growing it row by row).
         connection.execute("DROP INDEX ix_memories_embedding")
         for name, count in (("big", BIG), ("small", SMALL)):
-            tenant_id = connection.execute(
-                "INSERT INTO tenants (name) VALUES (%s) RETURNING tenant_id", (name,)
-            ).fetchone()[0]  # type: ignore[index]
-            source = connection.execute(
-                "INSERT INTO agent_sessions (tenant_id, last_seq) VALUES (%s, 1)"
-                " RETURNING agent_session_id",
-                (tenant_id,),
-            ).fetchone()[0]  # type: ignore[index]
-            connection.execute(
-                "INSERT INTO archives (tenant_id, agent_session_id, archive_seq, start_seq,"
-                " end_seq, status) VALUES (%s, %s, 1, 1, 1, 'done')",
-                (tenant_id, source),
-            )
+            tenant_id, source = memory_source(connection, name)
             with connection.cursor().copy(
                 "COPY memories (tenant_id, user_id, category, content, confidence,"
                 " agent_session_id, archive_seq, embedding, embedding_model, created_at,"

@@ -28,6 +28,7 @@ from app.memories.repository import ALL_CATEGORIES
 from app.memories.service import MemoryQuery, MemoryService
 from app.models import Memory
 from app.tenancy.principal import Principal, Role
+from tests.support.memory_rows import memory_source
 from tests.support.postgres import DatabaseUrls, PostgresForTests
 
 DIM = 384
@@ -84,19 +85,7 @@ def load(plain_url: str) -> uuid.UUID:
     moment = datetime(2026, 1, 1, tzinfo=UTC)
     with psycopg.connect(plain_url) as connection:
         register_vector(connection)
-        tenant_id = connection.execute(
-            "INSERT INTO tenants (name) VALUES ('scope') RETURNING tenant_id"
-        ).fetchone()[0]  # type: ignore[index]
-        source = connection.execute(
-            "INSERT INTO agent_sessions (tenant_id, last_seq) VALUES (%s, 1)"
-            " RETURNING agent_session_id",
-            (tenant_id,),
-        ).fetchone()[0]  # type: ignore[index]
-        connection.execute(
-            "INSERT INTO archives (tenant_id, agent_session_id, archive_seq, start_seq,"
-            " end_seq, status) VALUES (%s, %s, 1, 1, 1, 'done')",
-            (tenant_id, source),
-        )
+        tenant_id, source = memory_source(connection, "scope")
         with connection.cursor().copy(
             "COPY memories (tenant_id, user_id, category, content, confidence, agent_session_id,"
             " archive_seq, embedding, embedding_model, superseded_by, created_at, updated_at)"
@@ -111,7 +100,7 @@ def load(plain_url: str) -> uuid.UUID:
         connection.commit()
         connection.autocommit = True
         connection.execute("VACUUM ANALYZE memories")
-    return tenant_id  # type: ignore[no-any-return]
+    return tenant_id
 
 
 def exact_top(
