@@ -13,15 +13,11 @@ from dataclasses import dataclass
 
 import httpx
 import pytest
-from asgi_lifespan import LifespanManager
 
 from app.config import Settings
-from app.db import Database
-from app.main import create_app
-from app.tenancy.auth import AUTHENTICATOR
 from tests.conftest import TenantKeys, make_tenant
 from tests.support.postgres import PostgresForTests
-from tests.support.statements import StatementLog
+from tests.support.statements import StatementLog, recorded_app
 
 
 @dataclass
@@ -57,21 +53,10 @@ class Counted:
 
 @pytest.fixture(scope="module")
 async def counted(postgres: PostgresForTests, settings: Settings) -> AsyncIterator[Counted]:
-    url = postgres.create_app_database("wmcommitcount").app
-    log = StatementLog()
-    database = Database.from_url(url, pool_size=4, on_connect=log.install)
-    app = create_app(settings.model_copy(update={"database_url": url}), database=database)
-    async with (
-        LifespanManager(app) as manager,
-        httpx.AsyncClient(
-            transport=httpx.ASGITransport(app=manager.app), base_url="http://workmem.test"
-        ) as http,
-    ):
-        AUTHENTICATOR.get(app).ttl_s = 3600.0
+    async with recorded_app(postgres, settings, "wmcommitcount") as (http, log, database):
         counted = Counted(http, log, await make_tenant(database, "commits"))
         await counted.waiting_commit(4)  # warm-up: the key and the lineage are cached after it
         yield counted
-    await database.dispose()
 
 
 def matching(statements: list[str], *needles: str) -> list[str]:

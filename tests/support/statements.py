@@ -8,12 +8,20 @@ cursor's ``execute``.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+import httpx
 import psycopg
+from asgi_lifespan import LifespanManager
+
+from app.config import Settings
+from app.db import Database
+from app.main import create_app
+from app.tenancy.auth import AUTHENTICATOR
+from tests.support.postgres import PostgresForTests
 
 
 @dataclass(frozen=True)
@@ -59,3 +67,24 @@ class StatementLog:
                 await super().executemany(query, params_seq, **options)
 
         connection.cursor_factory = RecordingCursor
+
+
+@asynccontextmanager
+async def recorded_app(
+    postgres: PostgresForTests, settings: Settings, database_name: str
+) -> AsyncIterator[tuple[httpx.AsyncClient, StatementLog, Database]]:
+    """The app in process on a new database ``database_name``, every statement it sends passing
+    through the log; credentials stay cached for an hour, so no count includes a key look-up."""
+    url = postgres.create_app_database(database_name).app
+    log = StatementLog()
+    database = Database.from_url(url, pool_size=4, on_connect=log.install)
+    app = create_app(settings.model_copy(update={"database_url": url}), database=database)
+    async with (
+        LifespanManager(app) as manager,
+        httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=manager.app), base_url="http://workmem.test"
+        ) as http,
+    ):
+        AUTHENTICATOR.get(app).ttl_s = 3600.0
+        yield http, log, database
+    await database.dispose()
