@@ -4,6 +4,7 @@ row, a content-free tombstone stays, and the signed receipt verifies (and fails 
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import uuid
 
@@ -35,6 +36,29 @@ async def erase(client: httpx.AsyncClient, keys: TenantKeys, user_id: str) -> ht
 async def public_key(client: httpx.AsyncClient, keys: TenantKeys) -> bytes:
     document = await ok(await client.get("/v1/receipts/public-key", headers=keys.read))
     return receipts.load_public_key(document["pem"])
+
+
+async def sessions_of(
+    client: httpx.AsyncClient, tenant: TenantKeys, person: Person, *, sessions: int, messages: int
+) -> None:
+    """``sessions`` agent sessions of ``person``, each holding ``messages`` of their messages."""
+    for number in range(sessions):
+        created = await ok(
+            await client.post(
+                "/v1/sessions",
+                json={"user_id": person.user_id, "external_id": f"{person.marker}-{number}"},
+                headers=tenant.write,
+            ),
+            201,
+        )
+        await ok(
+            await client.post(
+                f"/v1/sessions/{created['id']}/messages:batch",
+                json={"messages": messages_of(person.marker)[:messages]},
+                headers=tenant.write,
+            ),
+            201,
+        )
 
 
 def tag() -> str:
@@ -158,23 +182,7 @@ async def test_an_interrupted_erasure_is_finished_by_erasing_again(
     keeps that step's counts, and the next erasure goes on from it to one receipt of all."""
     tenant = await make_tenant(database, "resumed")
     person = Person(f"user-{tag()}", f"zq{tag()}")
-    for number in range(3):
-        created = await ok(
-            await client.post(
-                "/v1/sessions",
-                json={"user_id": person.user_id, "external_id": f"{person.marker}-{number}"},
-                headers=tenant.write,
-            ),
-            201,
-        )
-        await ok(
-            await client.post(
-                f"/v1/sessions/{created['id']}/messages:batch",
-                json={"messages": messages_of(person.marker)[:3]},
-                headers=tenant.write,
-            ),
-            201,
-        )
+    await sessions_of(client, tenant, person, sessions=3, messages=3)
     async with database.tenant(tenant.tenant_id) as db:
         erasure_id = await ErasureService(db, tenant.tenant_id).start(person.user_id, None)
     async with database.tenant(tenant.tenant_id) as db:
@@ -246,27 +254,9 @@ def test_the_guides_receipt_verifies_with_its_key() -> None:
 async def test_two_erasures_of_one_user_at_once_make_one_receipt(
     client: httpx.AsyncClient, database: Database, admin_database: Database
 ) -> None:
-    import asyncio
-
     tenant = await make_tenant(database, "at-once")
     person = Person(f"user-{tag()}", f"zq{tag()}")
-    for number in range(4):
-        created = await ok(
-            await client.post(
-                "/v1/sessions",
-                json={"user_id": person.user_id, "external_id": f"{person.marker}-{number}"},
-                headers=tenant.write,
-            ),
-            201,
-        )
-        await ok(
-            await client.post(
-                f"/v1/sessions/{created['id']}/messages:batch",
-                json={"messages": messages_of(person.marker)[:2]},
-                headers=tenant.write,
-            ),
-            201,
-        )
+    await sessions_of(client, tenant, person, sessions=4, messages=2)
     answers = await asyncio.gather(*(erase(client, tenant, person.user_id) for _ in range(2)))
     # The second joins the first's erasure and answers its receipt (or, had the first finished
     # before it began, finds nothing left: 404). Never a second erasure.
