@@ -22,6 +22,7 @@ from sqlalchemy import func
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.archives.generation import Generated
+from app.archives.job_repository import JobRepository
 from app.archives.queue import Claim
 from app.archives.records import ArchivedMessage, SectionVersionRow
 from app.archives.repository import ArchiveRepository
@@ -108,6 +109,7 @@ class ArchiveJobService:
         self.db = db
         self.scope = Scope(tenant_id)
         self.archives = ArchiveRepository(db, self.scope)
+        self.job = JobRepository(db, self.scope)
 
     async def _owned(self, claim: Claim, *, lock: bool) -> Archive:
         archive = await self.archives.get(claim.agent_session_id, claim.archive_seq, lock=lock)
@@ -122,14 +124,14 @@ class ArchiveJobService:
     async def _hold(self, claim: Claim) -> None:
         """Lock the claimed archive for this transaction's writes; ``LeaseLost`` when this
         attempt no longer holds it."""
-        if not await self.archives.lock_attempt(
+        if not await self.job.lock_attempt(
             claim.agent_session_id, claim.archive_seq, attempt=claim.attempt
         ):
             raise LeaseLost(f"archive {claim.archive_seq} is not held by this attempt")
 
     async def renew(self, claim: Claim, *, lease_s: float) -> None:
         """The heartbeat: the lease runs ``lease_s`` from now; ``LeaseLost`` if it is gone."""
-        if not await self.archives.renew_lease(
+        if not await self.job.renew_lease(
             claim.agent_session_id, claim.archive_seq, attempt=claim.attempt, lease_s=lease_s
         ):
             raise LeaseLost(f"archive {claim.archive_seq} is not held by this attempt")
@@ -161,7 +163,7 @@ class ArchiveJobService:
                 break
             extract_from = row.start_seq
         # Messages the agent retracted while they were live never reach the working memory.
-        messages, retracted = await self.archives.covered_messages(
+        messages, retracted = await self.job.covered_messages(
             agent_session_id, start_seq, archive.end_seq
         )
         kept = tuple(
