@@ -6,10 +6,11 @@ This records every statement the API and the archive jobs send during appends (s
 grouped), a retraction, commits, archive processing (with its webhook outbox rows), context
 (with pins and clearing), expand, working memory and history, pins, history search, listing and
 deletion, idempotent retries, quotas, a tenant admin's keys, webhook subscriptions and their
-deliveries (queued, claimed, dropped with their subscription), across two tenants, and checks each: a ``tenant_id`` equality or insert whose values
-are all one tenant, the per-transaction tenant setup and the append function (both named by
-their tenant token), the quota lock (called with its tenant), or one of the listed privileged
-functions and connection-level statements.
+deliveries (queued, claimed, recorded, dropped with their subscription), across two tenants,
+and checks each: a ``tenant_id`` equality or insert whose values are all one tenant, the
+per-transaction tenant setup and the append function (both named by their tenant token), the
+quota lock (called with its tenant), or one of the listed privileged functions and
+connection-level statements.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import asyncio
 import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 import httpx
@@ -29,6 +31,8 @@ from app.config import Settings
 from app.db import Database
 from app.main import create_app
 from app.webhooks import repository
+from app.webhooks.jobs import AttemptResult, DeliveryJobService
+from app.webhooks.schedule import Next
 from tests.conftest import TenantKeys, make_tenant
 from tests.support.postgres import PostgresForTests
 from tests.support.privileged import documented
@@ -86,8 +90,10 @@ async def recorded(postgres: PostgresForTests, settings: Settings) -> AsyncItera
         keys = [await make_tenant(database, f"routed-{n}") for n in range(2)]
         with log.recording():
             claimed = await asyncio.gather(*(workload(http, k, database) for k in keys))
-        # The delivery claim ran while both tenants' deliveries were waiting (and found some).
+        # The delivery claim ran while both tenants' deliveries were waiting (and found some),
+        # and attempts were recorded.
         assert sum(claimed) > 0, claimed
+        assert any(s.sql.startswith("WITH settled") for s in log.recorded)
         yield Recorded(log.recorded, await function_bodies(urls.admin))
     await database.dispose()
 
@@ -119,7 +125,7 @@ async def function_bodies(admin_url: str) -> dict[str, str]:
 
 async def workload(http: httpx.AsyncClient, keys: TenantKeys, database: Database) -> int:
     """The tenant's requests, and a claim of the webhook deliveries they queued (of any tenant,
-    as the delivery loop claims them); answers how many the claim took."""
+    as the delivery loop claims them) with its attempts recorded; answers how many it took."""
     admin = keys.headers(keys.admin)
     # A webhook subscription: every commit below writes its outbox row and its row of the
     # claim's queue (claimed below, never sent).
@@ -232,6 +238,14 @@ async def workload(http: httpx.AsyncClient, keys: TenantKeys, database: Database
     assert deleted.status_code == 204
     async with database.unscoped() as db:
         claims = await repository.claim_due(db, lease_s=60.0, limit=100)
+    # The attempts of this tenant's, recorded as the loop records them (the other tenant may be
+    # deleting its subscription): one delivered, the others retried.
+    own = [claim for claim in claims if claim.tenant_id == keys.tenant_id]
+    for n, claim in enumerate(own):
+        then = Next("delivered", None) if n == 0 else Next("pending", 30.0)
+        result = AttemptResult(datetime.now(UTC), 1, 200 if n == 0 else 503, None)
+        async with database.tenant(claim.tenant_id) as db:
+            assert await DeliveryJobService(db, claim.tenant_id).record(claim, result, then)
     unhooked = await http.delete(f"/v1/webhooks/{webhook_id}", headers=admin)
     assert unhooked.status_code == 204
     return len(claims)

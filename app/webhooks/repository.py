@@ -18,7 +18,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import delete, func, insert, select, text, tuple_, update
+from sqlalchemy import Delete, Insert, delete, func, insert, literal, select, text, tuple_, update
+from sqlalchemy.dialects.postgresql import UUID
+from sqlalchemy.dialects.postgresql import insert as upsert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.models import (
@@ -241,14 +243,26 @@ class WebhookRepository:
             .cte("settled")
         )
         queue = ClaimableWebhookDelivery
-        same = (queue.tenant_id == self.scope.tenant_id) & (
-            queue.delivery_id == settled.c.delivery_id
-        )
-        moved = (
-            update(queue).where(same).values(available_at=settled.c.next_attempt_at)
-            if delay_s is not None
-            else delete(queue).where(same)
-        )
+        moved: Insert | Delete
+        if delay_s is not None:
+            # Due at the retry's time (written again if the row were ever missing).
+            retry = upsert(queue).from_select(
+                ["tenant_id", "delivery_id", "available_at"],
+                select(
+                    literal(self.scope.tenant_id, UUID(as_uuid=True)),
+                    settled.c.delivery_id,
+                    settled.c.next_attempt_at,
+                ),
+            )
+            moved = retry.on_conflict_do_update(
+                index_elements=[queue.tenant_id, queue.delivery_id],
+                set_={"available_at": retry.excluded.available_at},
+            )
+        else:
+            moved = delete(queue).where(
+                queue.tenant_id == self.scope.tenant_id,
+                queue.delivery_id == settled.c.delivery_id,
+            )
         # A data-modifying WITH runs whether or not the query reads it.
         found = await self.db.scalar(select(settled.c.delivery_id).add_cte(moved.cte("moved")))
         return found is not None

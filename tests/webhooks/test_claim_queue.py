@@ -131,6 +131,12 @@ async def test_a_retry_is_due_at_its_next_attempt(
     assert await age_webhook_deliveries(own_admin_database, 31) == 1
     [second] = await claim(own_database)
     assert (second.delivery_id, second.attempt) == (first.delivery_id, 2)
+    # A retry writes its row again, were it ever missing.
+    async with own_admin_database.unscoped() as db:
+        await db.execute(text("DELETE FROM claimable_webhook_deliveries"))
+    assert await record(own_database, second, Next("pending", 30.0))
+    queued, due = await owner_view(own_admin_database)
+    assert queued == due == {first.delivery_id: due[first.delivery_id]}
 
 
 async def test_a_claim_whose_process_dies_is_claimable_after_its_lease(
