@@ -1,5 +1,6 @@
 """Migrations run by a schema owner that is not a superuser, as on managed Postgres: the claim
-queues are filled with every tenant's unfinished work that exists when the upgrade runs.
+queues are filled with every tenant's unfinished work that exists when the upgrade runs, and a
+memory redacted before vectors went with redactions loses its vector.
 
 The owner has ``CREATEROLE`` and ``CREATEDB``, neither ``SUPERUSER`` nor ``BYPASSRLS``, and the
 three workmem roles granted beforehand with the admin option (``docs/operations.md``, "Your own
@@ -27,8 +28,9 @@ from app.db import libpq_url
 from tests.support.postgres import MIGRATION_LOCK, PostgresForTests
 
 ROLES = ("workmem_app", "workmem_definer", "workmem_auditor")
-SHARD_SAFE = "20261202_0150_shard_safe"
+REDACTED_VECTORS = "20261202_0104_redacted_vectors"
 WEBHOOK_QUEUE = "20261202_0535_webhook_queue"
+QUEUES = ("claimable_archives", "claimable_webhook_deliveries")
 
 
 def before(revision: str) -> str:
@@ -65,7 +67,7 @@ def owned(postgres: PostgresForTests) -> Iterator[OwnedDatabase]:
     server = psycopg.connect(libpq_url(postgres.url("postgres")), autocommit=True)
     try:
         row = server.execute("SELECT rolsuper FROM pg_roles WHERE rolname = current_user")
-        if not row.fetchone() == (True,):
+        if row.fetchone() != (True,):
             pytest.skip("the test server's login is not a superuser: it cannot create roles")
         # Roles are cluster-wide: no other migration of this server runs meanwhile.
         server.execute("SELECT pg_advisory_lock(%s)", (MIGRATION_LOCK,))
@@ -112,7 +114,7 @@ def test_the_claim_queues_hold_the_unfinished_work_of_an_owner_migrated_database
     migrations.upgrade(owned.owner_url, "0002")
     migrations.upgrade(owned.superuser_url, "0003")
     owned.sql(f"REASSIGN OWNED BY {owned.superuser} TO {owned.owner}")
-    migrations.upgrade(owned.owner_url, before(SHARD_SAFE))
+    migrations.upgrade(owned.owner_url, before(REDACTED_VECTORS))
 
     tenant = owned.sql("INSERT INTO tenants (name) VALUES ('owned') RETURNING tenant_id")[0][0]
     session = owned.sql(
@@ -123,6 +125,16 @@ def test_the_claim_queues_hold_the_unfinished_work_of_an_owner_migrated_database
     owned.sql(
         "INSERT INTO archives (tenant_id, agent_session_id, archive_seq, start_seq, end_seq)"
         " VALUES (%s, %s, 1, 1, 10)",
+        (tenant, session),
+    )
+    # A memory redacted before its vector was cleared with it.
+    owned.sql(
+        "INSERT INTO memories (tenant_id, category, content, confidence, agent_session_id,"
+        " archive_seq, embedding, embedding_model)"
+        " SELECT %s, 'lesson', '[redacted]', 1, %s, 1,"
+        "        array_fill(0.5::real, ARRAY[a.atttypmod])::vector, 'offline'"
+        "   FROM pg_attribute a"
+        "  WHERE a.attrelid = 'memories'::regclass AND a.attname = 'embedding'",
         (tenant, session),
     )
     migrations.upgrade(owned.owner_url, before(WEBHOOK_QUEUE))
@@ -145,15 +157,13 @@ def test_the_claim_queues_hold_the_unfinished_work_of_an_owner_migrated_database
     assert owned.sql("SELECT tenant_id, delivery_id FROM claimable_webhook_deliveries") == [
         (tenant, delivery)
     ]
-    # Row-level security is still forced on the tables the backfill read and wrote.
-    forced = owned.sql(
-        "SELECT relname, relforcerowsecurity FROM pg_class WHERE relname = ANY(%s)",
-        (["archives", "webhook_deliveries", "claimable_archives", "claimable_webhook_deliveries"],),
-    )
-    assert sorted(forced) == [
-        ("archives", True),
-        ("claimable_archives", True),
-        ("claimable_webhook_deliveries", True),
-        ("webhook_deliveries", True),
+    assert owned.sql("SELECT embedding IS NULL, embedding_model FROM memories") == [
+        (True, "[redacted]")
     ]
+    # Row-level security is still forced on the tables the backfills read and wrote.
+    touched = ["archives", "webhook_deliveries", "memories", *QUEUES]
+    forced = owned.sql(
+        "SELECT relname, relforcerowsecurity FROM pg_class WHERE relname = ANY(%s)", (touched,)
+    )
+    assert sorted(forced) == sorted((table, True) for table in touched)
     assert migrations.current_revision(owned.owner_url) == migrations.head_revision()

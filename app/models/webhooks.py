@@ -73,12 +73,6 @@ class WebhookDelivery(Base):
             "created_at",
             "delivery_id",
         ),
-        # The claim of the delivery loop: due rows, across tenants, oldest due first.
-        Index(
-            "ix_webhook_deliveries_due",
-            "next_attempt_at",
-            postgresql_where=text("status IN ('pending', 'sending')"),
-        ),
     )
 
     tenant_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True)
