@@ -13,7 +13,8 @@ forced exact (in a second pass, so that their reads do not evict what the chosen
 Recall@10 is against exact search over the filtered rows, as the owner with index scans off,
 computed before any timing. The query embedding is given, not computed, on every path.
 ``--without-covering-index`` drops the index exact search reads (``ix_memories_vector_scope``),
-to measure the same code reading the table instead.
+to measure the same code reading the table instead. On the same rows, phase 2's duplicate lookup
+(``bench/duplicate_lookup.py``): a filtered nearest-neighbour query of its own.
 
     python -m bench.filtered_search [--big 100000] [--small 3000] [--queries 200]
                                     [--without-covering-index]
@@ -50,6 +51,7 @@ from app.memories.vector_plan import (
     parse_version,
 )
 from app.tenancy.principal import Principal, Role
+from bench.duplicate_lookup import lookup_cases, lookup_vectors
 from tests.support.memory_rows import memory_source
 from tests.support.postgres import PostgresForTests
 
@@ -303,6 +305,13 @@ async def measure(big: int, small: int, queries: int, *, covering: bool) -> dict
                     tenants,
                     queries,
                     iterative=parse_version(loaded["pgvector"]) >= ITERATIVE_SCAN_SINCE,
+                ),
+                "duplicate_lookup": await lookup_cases(
+                    connection,
+                    database,
+                    tenants,
+                    lookup_vectors(min(queries, 50) + 5, unit_vector),
+                    MODEL,
                 ),
             }
         finally:

@@ -79,6 +79,22 @@ def test_filtered_search_rows_hold_each_case_to_its_two_targets() -> None:
     assert rows[1].baseline == "index scan alone = 0.1"
 
 
+def test_the_duplicate_lookup_rows_hold_its_recall_to_the_search_target() -> None:
+    data = {
+        "raw_unfiltered_hnsw_p50_ms": 2.0,
+        "cases": {},
+        "duplicate_lookup": {
+            "small user": {"recall_at_3": 0.95, "p50_ms": 1.5},
+            "big user": {"recall_at_3": 0.9467, "p50_ms": 3.0},
+        },
+    }
+    rows = filtered_search_rows(data)
+    assert [(row.figure, row.value, row.baseline, row.passed) for row in rows] == [
+        ("duplicate lookup recall@3, small user", 0.95, "p50 = 1.5 ms", True),
+        ("duplicate lookup recall@3, big user", 0.9467, "p50 = 3.0 ms", False),
+    ]
+
+
 PHASE1 = {"commit_10_live_ms": 10.0, "commit_10000_live_ms": 12.0, "ratio_10000_to_10": 1.2}
 
 

@@ -6,10 +6,11 @@ This records every statement the API and the archive jobs send during appends (s
 grouped), a retraction, commits, archive processing (with its webhook outbox rows), context
 (with pins and clearing), expand, working memory and history, pins, history search, listing and
 deletion, idempotent retries, quotas, a tenant admin's keys, webhook subscriptions and their
-deliveries, across two tenants, and checks each: a ``tenant_id`` equality or insert whose values
-are all one tenant, the per-transaction tenant setup and the append function (both named by
-their tenant token), the quota lock (called with its tenant), or one of the listed privileged
-functions and connection-level statements.
+deliveries (queued, claimed, recorded, dropped with their subscription), across two tenants,
+and checks each: a ``tenant_id`` equality or insert whose values are all one tenant, the
+per-transaction tenant setup and the append function (both named by their tenant token), the
+quota lock (called with its tenant), or one of the listed privileged functions and
+connection-level statements.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import asyncio
 import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 import httpx
@@ -28,6 +30,9 @@ from sqlalchemy import text
 from app.config import Settings
 from app.db import Database
 from app.main import create_app
+from app.webhooks import repository
+from app.webhooks.jobs import AttemptResult, DeliveryJobService
+from app.webhooks.schedule import Next
 from tests.conftest import TenantKeys, make_tenant
 from tests.support.postgres import PostgresForTests
 from tests.support.privileged import documented
@@ -84,7 +89,11 @@ async def recorded(postgres: PostgresForTests, settings: Settings) -> AsyncItera
     ):
         keys = [await make_tenant(database, f"routed-{n}") for n in range(2)]
         with log.recording():
-            await asyncio.gather(*(workload(http, k) for k in keys))
+            claimed = await asyncio.gather(*(workload(http, k, database) for k in keys))
+        # The delivery claim ran while both tenants' deliveries were waiting (and found some),
+        # and attempts were recorded.
+        assert sum(claimed) > 0, claimed
+        assert any(s.sql.startswith("WITH settled") for s in log.recorded)
         yield Recorded(log.recorded, await function_bodies(urls.admin))
     await database.dispose()
 
@@ -114,9 +123,12 @@ async def function_bodies(admin_url: str) -> dict[str, str]:
     return {str(name): str(body) for name, body in rows}
 
 
-async def workload(http: httpx.AsyncClient, keys: TenantKeys) -> None:
+async def workload(http: httpx.AsyncClient, keys: TenantKeys, database: Database) -> int:
+    """The tenant's requests, and a claim of the webhook deliveries they queued (of any tenant,
+    as the delivery loop claims them) with its attempts recorded; answers how many it took."""
     admin = keys.headers(keys.admin)
-    # A webhook subscription: every commit below writes its outbox row (never sent here).
+    # A webhook subscription: every commit below writes its outbox row and its row of the
+    # claim's queue (claimed below, never sent).
     hooked = await http.post(
         "/v1/webhooks",
         json={"url": "https://93.184.216.34/hooks", "events": ["archive.done", "memory.changed"]},
@@ -224,8 +236,19 @@ async def workload(http: httpx.AsyncClient, keys: TenantKeys) -> None:
     await http.post(f"/v1/sessions/{sid}/compact?fill=true", headers=keys.write)
     deleted = await http.delete(f"/v1/sessions/{sid}", headers=keys.write)
     assert deleted.status_code == 204
+    async with database.unscoped() as db:
+        claims = await repository.claim_due(db, lease_s=60.0, limit=100)
+    # The attempts of this tenant's, recorded as the loop records them (the other tenant may be
+    # deleting its subscription): one delivered, the others retried.
+    own = [claim for claim in claims if claim.tenant_id == keys.tenant_id]
+    for n, claim in enumerate(own):
+        then = Next("delivered", None) if n == 0 else Next("pending", 30.0)
+        result = AttemptResult(datetime.now(UTC), 1, 200 if n == 0 else 503, None)
+        async with database.tenant(claim.tenant_id) as db:
+            assert await DeliveryJobService(db, claim.tenant_id).record(claim, result, then)
     unhooked = await http.delete(f"/v1/webhooks/{webhook_id}", headers=admin)
     assert unhooked.status_code == 204
+    return len(claims)
 
 
 async def test_every_statement_is_routed_by_one_tenant(recorded: Recorded) -> None:
@@ -255,7 +278,13 @@ async def test_every_statement_is_routed_by_one_tenant(recorded: Recorded) -> No
 # Tables a tenant-distributed cluster keeps whole on every node (docs/scaling.md, "DDL"): small,
 # with no tenant of their own or read across tenants by design.
 REFERENCE_TABLES = frozenset(
-    {"api_key_prefixes", "claimable_archives", "workmem_keyring", "auditor_logins"}
+    {
+        "api_key_prefixes",
+        "claimable_archives",
+        "claimable_webhook_deliveries",
+        "workmem_keyring",
+        "auditor_logins",
+    }
 )
 # The functions that act across tenants on purpose, outside requests: the operator's and the
 # workers' maintenance (docs/scaling.md, "What changes"), each for its reason.
@@ -264,7 +293,6 @@ ACROSS_TENANTS = {
     "workmem_archive_queue": "the /metrics queue figures, a count over every node",
     "workmem_purge_idempotency_keys": "a periodic purge, run on every node",
     "workmem_requeue_failed": "the operator's re-queue, given a tenant from the tenant list",
-    "workmem_claim_webhook_deliveries": "the delivery loop, run per node like the archive claim",
 }
 TABLE_IN = re.compile(r"\b(?:FROM|JOIN|UPDATE|INTO)\s+(?:public\.)?(?![pv]_)(\w+)", re.IGNORECASE)
 ONE_TENANT = re.compile(
@@ -290,18 +318,21 @@ def distributed_statements(body: str) -> list[str]:
 async def test_the_privileged_functions_of_the_workload_route_too(recorded: Recorded) -> None:
     """Inside each privileged function the workload called, every statement that reads or writes
     a distributed table is filtered by one tenant (a parameter, a variable found first in a
-    reference table, or the verified tenant): the claim and the key lookup route like the rest."""
+    reference table, or the verified tenant): the claims and the key lookup route like the rest."""
     called: set[str] = set()
     for sent in recorded.statements:
         called |= set(CALL.findall(sent.sql))
     privileged = (called & set(documented())) - set(ACROSS_TENANTS)
-    assert {"workmem_authenticate", "workmem_claim_archive"} <= privileged, privileged
-    checked = 0
+    claims = {"workmem_claim_archive", "workmem_claim_webhook_deliveries"}
+    assert {"workmem_authenticate", *claims} <= privileged, privileged
+    checked: dict[str, int] = {}
     for name in sorted(privileged):
         for body in distributed_statements(recorded.bodies[name]):
             assert ONE_TENANT.search(body), f"{name}: not routed by one tenant: {body}"
-            checked += 1
-    assert checked >= 6, checked
+            checked[name] = checked.get(name, 0) + 1
+    assert sum(checked.values()) >= 9, checked
+    # Each claim reads and writes its tenant tables by one tenant only (its queue aside).
+    assert all(checked.get(name, 0) >= 3 for name in claims), checked
 
 
 def test_the_body_check_fails_on_a_statement_across_tenants() -> None:

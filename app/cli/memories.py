@@ -27,37 +27,31 @@ def memories_reembed(
     batch_size: Annotated[int, typer.Option(min=1, max=2048, help="memories per batch")] = 64,
 ) -> None:
     """Move a tenant's memories to the configured embedder (resumable: run it again to go on)."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+    from rich.console import Console
 
     from app.memories.embedding import EmbeddingError
     from app.memories.reembed import ReembedReport, reembed
+    from app.progress import ProgressDisplay
     from app.usage.recorder import UsageRecorder
     from app.wiring import build_embedder, close_embedder
 
     resolved = runtime()
     refuse_mismatched_embedder(resolved.settings, resolved.url)
-    progress = Progress(
-        "[progress.description]{task.description}",
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeRemainingColumn(),
-        transient=True,
-    )
-    task = progress.add_task("re-embedding", total=None)
 
     async def work(database: Database) -> ReembedReport:
         # What each embedding call cost: written before the command ends.
         usage = UsageRecorder(database)
         embedder = build_embedder(resolved.settings, usage.record)
         try:
-            with progress:
+            # On standard error: standard output carries the result as JSON.
+            with ProgressDisplay(Console(stderr=True), "re-embedding", unit="memories") as shown:
                 return await reembed(
                     database,
                     embedder,
                     tenant,
                     batch_size=batch_size,
-                    started=lambda total: progress.update(task, total=total),
-                    advanced=lambda count: progress.advance(task, count),
+                    started=shown.begin,
+                    advanced=shown.advance,
                 )
         finally:
             await close_embedder(embedder)

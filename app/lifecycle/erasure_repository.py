@@ -244,7 +244,8 @@ class ErasureRepository:
 
     async def delete_deliveries_quoting(self, needles: Sequence[str]) -> tuple[int, int]:
         """Webhook deliveries whose payload names any of ``needles`` (ids, or the user id as a
-        JSON string), with their attempts: (deliveries, attempts) removed."""
+        JSON string), with their attempts and their rows of the claim's queue: (deliveries,
+        attempts) removed."""
         if not needles:
             return 0, 0
         quoting = (
@@ -259,14 +260,21 @@ class ErasureRepository:
             ),
             self._bind(needles=list(needles)),
         )
-        deliveries = await self.db.execute(
+        # With their rows of the claim's queue, in the same statement: the delivery first, then
+        # its queue row, in the order that settling an attempt takes them.
+        deliveries = await self.db.scalar(
             text(
-                "DELETE FROM webhook_deliveries WHERE tenant_id = :tenant_id "  # noqa: S608
-                f"AND delivery_id IN ({quoting})"
+                "WITH gone AS ("  # noqa: S608
+                " DELETE FROM webhook_deliveries WHERE tenant_id = :tenant_id "
+                f" AND delivery_id IN ({quoting}) RETURNING delivery_id"
+                "), unqueued AS ("
+                " DELETE FROM claimable_webhook_deliveries q WHERE q.tenant_id = :tenant_id"
+                " AND q.delivery_id IN (SELECT delivery_id FROM gone)"
+                ") SELECT count(*) FROM gone"
             ),
             self._bind(needles=list(needles)),
         )
-        return _count(deliveries), _count(attempts)
+        return int(deliveries or 0), _count(attempts)
 
     async def delete_answers_of(self, agent_session_id: uuid.UUID) -> int:
         """Stored idempotency answers of writes to the agent session."""

@@ -23,7 +23,12 @@ from app.models.sessions import (
 )
 from app.models.tenancy import ApiKey, ApiKeyPrefix, Tenant
 from app.models.usage import ModelCall
-from app.models.webhooks import WebhookAttempt, WebhookDelivery, WebhookSubscription
+from app.models.webhooks import (
+    ClaimableWebhookDelivery,
+    WebhookAttempt,
+    WebhookDelivery,
+    WebhookSubscription,
+)
 
 __all__ = [
     "AgentSession",
@@ -35,6 +40,7 @@ __all__ = [
     "ArchiveStatus",
     "AuditorLogin",
     "ClaimableArchive",
+    "ClaimableWebhookDelivery",
     "ContextRecord",
     "IdempotencyKey",
     "Memory",

@@ -3,7 +3,8 @@
 A delivery row is written in the same transaction as the state change it reports (an archive
 finishing or failing, memories changing), one per subscribed endpoint; it is the delivery job
 too: ``pending → sending → delivered | failed``, with ``next_attempt_at`` as its due time and,
-while ``sending``, as its lease. Attempts are append-only.
+while ``sending``, as its lease. Attempts are append-only. ``claimable_webhook_deliveries`` is
+the claim's queue of the unfinished deliveries (one row each, with when it is next due).
 """
 
 from __future__ import annotations
@@ -72,12 +73,6 @@ class WebhookDelivery(Base):
             "created_at",
             "delivery_id",
         ),
-        # The claim of the delivery loop: due rows, across tenants, oldest due first.
-        Index(
-            "ix_webhook_deliveries_due",
-            "next_attempt_at",
-            postgresql_where=text("status IN ('pending', 'sending')"),
-        ),
     )
 
     tenant_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True)
@@ -114,3 +109,18 @@ class WebhookAttempt(Base):
     duration_ms: Mapped[int] = mapped_column(Integer)
     status_code: Mapped[int | None] = mapped_column(Integer)
     error: Mapped[str | None] = mapped_column(Text)
+
+
+class ClaimableWebhookDelivery(Base):
+    """A delivery not yet finished, and when it is next due (its retry, or its lease's end).
+
+    Written with the delivery (the outbox's statement) and moved or deleted when an attempt is
+    settled; read by the claim, which then claims the delivery by its tenant. A table a
+    tenant-distributed cluster keeps whole on every node (``docs/scaling.md``)."""
+
+    __tablename__ = "claimable_webhook_deliveries"
+    __table_args__ = (Index("ix_claimable_webhook_deliveries_available_at", "available_at"),)
+
+    tenant_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True)
+    delivery_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True)
+    available_at: Mapped[datetime] = mapped_column(server_default=text("now()"))

@@ -7,76 +7,34 @@ Presentation only: every figure comes from ``run.Replayed`` or the evaluation's 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from types import TracebackType
+from typing import Self
 
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TaskID,
-    TextColumn,
-    TimeElapsedColumn,
-)
 from rich.table import Table
 
+from app.progress import ProgressDisplay
 from app.replay.run import ArchiveOutcome, Replayed
 
 
-class ReplayProgress:
+class ReplayProgress(ProgressDisplay):
     """A ``run.Progress`` over a number of messages; use it as a context manager."""
 
     def __init__(self, console: Console, total: int, label: str) -> None:
-        self.console = console
-        self.total = total
-        self.label = label
-        self.bar: Progress | None = None
-        self.task_id: TaskID | None = None
+        super().__init__(console, label, unit="messages")
+        self.messages = total
 
-    def __enter__(self) -> ReplayProgress:
-        if self.console.is_terminal:
-            self.bar = Progress(
-                TextColumn(f"[bold]{self.label}[/bold]"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TextColumn("messages"),
-                TimeElapsedColumn(),
-                TextColumn("{task.description}"),
-                console=self.console,
-                transient=True,
-            )
-            self.bar.start()
-            self.task_id = self.bar.add_task("", total=self.total)
+    def __enter__(self) -> Self:
+        self.begin(self.messages)
         return self
 
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        if self.bar is not None:
-            self.bar.stop()
-
-    def describe(self, text: str) -> None:
-        if self.bar is not None and self.task_id is not None:
-            self.bar.update(self.task_id, description=text)
-        else:
-            self.console.print(text, highlight=False)
-
     def appended(self, count: int) -> None:
-        if self.bar is not None and self.task_id is not None:
-            self.bar.advance(self.task_id, count)
+        self.advance(count)
 
     def committed(self, archive: ArchiveOutcome) -> None:
-        text = (
+        self.describe(
             f"archive {archive.archive_seq}: messages {archive.start_seq}-{archive.end_seq} "
             f"{archive.status}"
         )
-        if self.bar is not None and self.task_id is not None:
-            self.bar.update(self.task_id, description=text)
-        else:
-            self.console.print(text, highlight=False)
 
 
 def decisions_table(archives: Sequence[ArchiveOutcome]) -> Table:

@@ -2,8 +2,11 @@
 tenant; plus the delivery loop's claim across tenants.
 
 ``claim_due`` calls the privileged ``workmem_claim_webhook_deliveries`` (``docs/operations.md``),
-which returns ids only; everything after it runs under the delivery's tenant. Flushes, never
-commits.
+which returns ids only; everything after it runs under the delivery's tenant. The claim reads
+no tenant's deliveries across tenants: it takes due rows of ``claimable_webhook_deliveries``
+(one per unfinished delivery, with when it is next due), which this module writes in the
+statement that enqueues a delivery and moves or deletes in the one that settles an attempt
+(``docs/scaling.md``). Flushes, never commits.
 """
 
 from __future__ import annotations
@@ -15,10 +18,17 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import delete, func, insert, select, text, tuple_, update
+from sqlalchemy import Delete, Insert, delete, func, insert, literal, select, text, tuple_, update
+from sqlalchemy.dialects.postgresql import UUID
+from sqlalchemy.dialects.postgresql import insert as upsert
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.models import WebhookAttempt, WebhookDelivery, WebhookSubscription
+from app.models import (
+    ClaimableWebhookDelivery,
+    WebhookAttempt,
+    WebhookDelivery,
+    WebhookSubscription,
+)
 from app.tenancy.principal import Scope
 
 
@@ -41,14 +51,19 @@ async def claim_due(db: AsyncSession, *, lease_s: float, limit: int) -> list[Del
     return [DeliveryClaim(*row) for row in rows.all()]
 
 
-# One statement whatever the number of subscriptions (none: nothing is written). The tenant is
-# a named parameter, so the statement names one tenant like every other of the request.
+# One statement whatever the number of subscriptions (none: nothing is written): the deliveries
+# and their rows of the claim's queue, due when the deliveries are. The tenant is a named
+# parameter, so the statement names one tenant like every other of the request.
 _ENQUEUE = text(
-    "INSERT INTO webhook_deliveries (tenant_id, webhook_id, event_id, event_type, payload)"
+    "WITH queued AS ("
+    " INSERT INTO webhook_deliveries (tenant_id, webhook_id, event_id, event_type, payload)"
     " SELECT :tenant_id, s.webhook_id, :event_id, CAST(:event_type AS text),"
     " CAST(:payload AS jsonb)"
     " FROM webhook_subscriptions s"
     " WHERE s.tenant_id = :tenant_id AND CAST(:event_type AS text) = ANY(s.events)"
+    " RETURNING tenant_id, delivery_id, next_attempt_at)"
+    " INSERT INTO claimable_webhook_deliveries (tenant_id, delivery_id, available_at)"
+    " SELECT tenant_id, delivery_id, next_attempt_at FROM queued"
 )
 
 
@@ -98,6 +113,18 @@ class WebhookRepository:
         )
 
     async def delete_subscription(self, webhook_id: uuid.UUID) -> bool:
+        """The subscription, its deliveries (by their foreign key) and their queue rows."""
+        await self.db.execute(
+            delete(ClaimableWebhookDelivery).where(
+                ClaimableWebhookDelivery.tenant_id == self.scope.tenant_id,
+                ClaimableWebhookDelivery.delivery_id.in_(
+                    select(WebhookDelivery.delivery_id).where(
+                        WebhookDelivery.tenant_id == self.scope.tenant_id,
+                        WebhookDelivery.webhook_id == webhook_id,
+                    )
+                ),
+            )
+        )
         deleted = await self.db.scalar(
             delete(WebhookSubscription)
             .where(
@@ -192,7 +219,8 @@ class WebhookRepository:
         error: str | None,
     ) -> bool:
         """Record the attempt's outcome if it still holds the delivery; False when it does not
-        (its lease passed and another attempt took over)."""
+        (its lease passed and another attempt took over). In the same statement, the delivery's
+        row of the claim's queue is due at the retry's time, or deleted once it is final."""
         values: dict[str, Any] = {
             "status": status,
             "last_status_code": status_code,
@@ -202,7 +230,7 @@ class WebhookRepository:
             values["next_attempt_at"] = func.now() + func.make_interval(0, 0, 0, 0, 0, 0, delay_s)
         else:
             values["finished_at"] = func.now()
-        settled = await self.db.scalar(
+        settled = (
             update(WebhookDelivery)
             .where(
                 WebhookDelivery.tenant_id == self.scope.tenant_id,
@@ -211,6 +239,30 @@ class WebhookRepository:
                 WebhookDelivery.attempt == attempt,
             )
             .values(**values)
-            .returning(WebhookDelivery.delivery_id)
+            .returning(WebhookDelivery.delivery_id, WebhookDelivery.next_attempt_at)
+            .cte("settled")
         )
-        return settled is not None
+        queue = ClaimableWebhookDelivery
+        moved: Insert | Delete
+        if delay_s is not None:
+            # Due at the retry's time (written again if the row were ever missing).
+            retry = upsert(queue).from_select(
+                ["tenant_id", "delivery_id", "available_at"],
+                select(
+                    literal(self.scope.tenant_id, UUID(as_uuid=True)),
+                    settled.c.delivery_id,
+                    settled.c.next_attempt_at,
+                ),
+            )
+            moved = retry.on_conflict_do_update(
+                index_elements=[queue.tenant_id, queue.delivery_id],
+                set_={"available_at": retry.excluded.available_at},
+            )
+        else:
+            moved = delete(queue).where(
+                queue.tenant_id == self.scope.tenant_id,
+                queue.delivery_id == settled.c.delivery_id,
+            )
+        # A data-modifying WITH runs whether or not the query reads it.
+        found = await self.db.scalar(select(settled.c.delivery_id).add_cte(moved.cte("moved")))
+        return found is not None

@@ -10,6 +10,7 @@ import uuid
 
 import httpx
 import pytest
+from sqlalchemy import text
 
 from app.db import Database
 from app.lifecycle import receipts
@@ -61,6 +62,36 @@ async def sessions_of(
         )
 
 
+async def queued_deliveries_quoting(
+    admin_database: Database, tenant_id: uuid.UUID, needle: str
+) -> list[uuid.UUID]:
+    """Ids of the tenant's deliveries quoting ``needle`` that have a row in the claim's queue."""
+    async with admin_database.unscoped() as db:
+        rows = await db.execute(
+            text(
+                "SELECT q.delivery_id FROM claimable_webhook_deliveries q"
+                " JOIN webhook_deliveries d USING (tenant_id, delivery_id)"
+                " WHERE q.tenant_id = :tenant_id AND strpos(d.payload::text, :needle) > 0"
+            ),
+            {"tenant_id": tenant_id, "needle": needle},
+        )
+        return [row[0] for row in rows]
+
+
+async def still_queued(
+    admin_database: Database, tenant_id: uuid.UUID, delivery_ids: list[uuid.UUID]
+) -> list[uuid.UUID]:
+    async with admin_database.unscoped() as db:
+        rows = await db.execute(
+            text(
+                "SELECT delivery_id FROM claimable_webhook_deliveries"
+                " WHERE tenant_id = :tenant_id AND delivery_id = ANY(:ids)"
+            ),
+            {"tenant_id": tenant_id, "ids": delivery_ids},
+        )
+        return [row[0] for row in rows]
+
+
 def tag() -> str:
     return uuid.uuid4().hex[:10]
 
@@ -103,11 +134,14 @@ async def test_an_erased_user_leaves_no_text_nor_id_in_any_table(
     } <= held, held
     neighbours_before = await holdings(admin_database, neighbour, tenant.tenant_id)
     others_before = await tenant_row_counts(admin_database, other_tenant.tenant_id)
+    queued = await queued_deliveries_quoting(admin_database, tenant.tenant_id, erased.user_id)
+    assert queued, "the user's deliveries need rows in the claim's queue"
 
     answer = await erase(client, tenant, erased.user_id)
     receipt = await ok(answer)
 
     assert await holdings(admin_database, erased, tenant.tenant_id) == {}
+    assert await still_queued(admin_database, tenant.tenant_id, queued) == []
     assert await holdings(admin_database, neighbour, tenant.tenant_id) == neighbours_before
     assert await tenant_row_counts(admin_database, other_tenant.tenant_id) == others_before
     # The receipt: what went, signed, naming the user only by the tenant's digest.
@@ -140,8 +174,6 @@ async def test_an_erased_user_leaves_no_text_nor_id_in_any_table(
     assert refused.status_code == 401
     # The tombstone, for the audit: no content, no user id.
     async with admin_database.unscoped() as db:
-        from sqlalchemy import text
-
         rows = (
             await db.execute(
                 text(

@@ -154,6 +154,7 @@ async def test_the_command_reports_and_refuses_a_mismatched_embedder(
     done = await run(command, env)
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
+    assert "re-embedding" not in done.stderr, "no bar where the output is a pipe"
     assert report == {
         "tenant_id": str(tenant.tenant_id),
         "embedding_model": "openai:fake-embed:384",

@@ -46,4 +46,12 @@ async def age_webhook_deliveries(owner: Database, seconds: float) -> int:
             ),
             {"s": seconds},
         )
+        # The claim's queue rows wait for the same times.
+        await db.execute(
+            text(
+                "UPDATE claimable_webhook_deliveries"
+                " SET available_at = available_at - make_interval(secs => :s)"
+            ),
+            {"s": seconds},
+        )
     return int(moved.rowcount)  # type: ignore[attr-defined]

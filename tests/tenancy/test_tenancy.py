@@ -243,6 +243,7 @@ async def test_rls_is_forced_on_every_tenant_table(admin_database: Database) -> 
             "archive_actions",
             "auditor_logins",
             "claimable_archives",
+            "claimable_webhook_deliveries",
             "context_records",
             "memories",
             "memory_events",

@@ -7,22 +7,14 @@ Presentation only: every figure comes from ``summary``.
 from __future__ import annotations
 
 from collections import Counter
-from types import TracebackType
 from typing import IO
 
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TaskID,
-    TextColumn,
-    TimeElapsedColumn,
-)
 from rich.table import Table
 
 from app.importer.openviking.records import stored_count
 from app.importer.openviking.summary import SessionOutcome, SessionStatus, Summary
+from app.progress import ProgressDisplay, position
 
 _VERBS = {
     SessionStatus.IMPORTED: "imported",
@@ -34,54 +26,21 @@ _VERBS = {
 }
 
 
-class ImportProgress:
+class ImportProgress(ProgressDisplay):
     """A ``Listener`` for ``run.import_workspace``; use it as a context manager."""
 
     def __init__(self, console: Console, stream: IO[str]) -> None:
-        self.console = console
-        self.stream = stream
-        self.total = 0
-        self.done = 0
-        self.bar: Progress | None = None
-        self.task_id: TaskID | None = None
-
-    def __enter__(self) -> ImportProgress:
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        if self.bar is not None:
-            self.bar.stop()
+        super().__init__(console, "importing", stream=stream)
 
     def started(self, total: int) -> None:
-        self.total = total
-        if self.console.is_terminal:
-            self.bar = Progress(
-                TextColumn("[bold]importing[/bold]"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TimeElapsedColumn(),
-                TextColumn("{task.description}"),
-                console=self.console,
-                transient=True,
-            )
-            self.bar.start()
-            self.task_id = self.bar.add_task("", total=total)
-        else:
-            self._line(f"{total} session folder(s) found")
+        self.begin(total)
+        self.line(f"{total} session folder(s) found")
 
     def finished(self, outcome: SessionOutcome) -> None:
-        self.done += 1
-        label = outcome.session.ref.label
-        if self.bar is not None and self.task_id is not None:
-            self.bar.update(self.task_id, advance=1, description=label)
-            return
         session = outcome.session
-        line = f"[{self.done}/{self.total}] {_VERBS[outcome.status]} {label}"
+        label = session.ref.label
+        self.advance(1, description=label)
+        line = f"{position(self.completed, self.total)} {_VERBS[outcome.status]} {label}"
         if outcome.status.counted:
             line += (
                 f": {len(session.messages)} messages ({stored_count(session.messages)} stored),"
@@ -89,12 +48,7 @@ class ImportProgress:
             )
         elif outcome.reason is not None:
             line += f": {outcome.reason.detail}"
-        self._line(line)
-
-    def _line(self, text: str) -> None:
-        # Flushed at once, so whoever follows the output sees each session as it is stored.
-        self.stream.write(text + "\n")
-        self.stream.flush()
+        self.line(line)
 
 
 def render_summary(console: Console, summary: Summary) -> None:
