@@ -16,7 +16,7 @@ from typing import Literal
 
 from app.archives.working_memory import WorkingMemory
 from app.llm.ports import ChatModel, ModelError, Usage
-from app.wm.authority import constraint_evidence, message_roles
+from app.wm.authority import roles_and_evidence
 from app.wm.extractor import extract
 from app.wm.merge import MergeResult, creation_ops, merge
 from app.wm.prompts import PROMPT_VERSION, batch_messages, create_prompt, update_prompt
@@ -166,8 +166,10 @@ class WorkingMemoryGenerator:
         roles: dict[int, tuple[str, ...]] = {}
         for start, end in consecutive_runs(numbers):
             run, first_seq = messages[start:end], numbers[start]
-            evidence.update(constraint_evidence(run, first_seq))
-            roles.update(message_roles(run, first_seq, pinned_seqs))
+            # One read of the run for both: who each message is, and the constraints quoted.
+            run_roles, run_evidence = roles_and_evidence(run, first_seq, pinned_seqs)
+            roles.update(run_roles)
+            evidence.update(run_evidence)
             if self.chat is None:
                 cut = offline_batches(run, budget)
             else:

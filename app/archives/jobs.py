@@ -22,6 +22,7 @@ from sqlalchemy import func
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.archives.generation import Generated
+from app.archives.job_repository import JobRepository
 from app.archives.queue import Claim
 from app.archives.records import ArchivedMessage, SectionVersionRow
 from app.archives.repository import ArchiveRepository
@@ -37,7 +38,6 @@ from app.memories.records import Failure, FailureStage, MemoryReport, Source
 from app.models import Archive, ArchiveStatus
 from app.pins.records import Pin
 from app.pins.service import pins_in_force
-from app.sessions.retraction import JobRetractions
 from app.tenancy.principal import Scope
 from app.webhooks.events import ARCHIVE_DONE, ARCHIVE_FAILED, archive_data
 from app.webhooks.outbox import WebhookOutbox
@@ -109,7 +109,7 @@ class ArchiveJobService:
         self.db = db
         self.scope = Scope(tenant_id)
         self.archives = ArchiveRepository(db, self.scope)
-        self.retractions = JobRetractions(db, tenant_id)
+        self.job = JobRepository(db, self.scope)
 
     async def _owned(self, claim: Claim, *, lock: bool) -> Archive:
         archive = await self.archives.get(claim.agent_session_id, claim.archive_seq, lock=lock)
@@ -121,9 +121,17 @@ class ArchiveJobService:
             raise LeaseLost(f"archive {claim.archive_seq} is not held by this attempt")
         return archive
 
+    async def _hold(self, claim: Claim) -> None:
+        """Lock the claimed archive for this transaction's writes; ``LeaseLost`` when this
+        attempt no longer holds it."""
+        if not await self.job.lock_attempt(
+            claim.agent_session_id, claim.archive_seq, attempt=claim.attempt
+        ):
+            raise LeaseLost(f"archive {claim.archive_seq} is not held by this attempt")
+
     async def renew(self, claim: Claim, *, lease_s: float) -> None:
         """The heartbeat: the lease runs ``lease_s`` from now; ``LeaseLost`` if it is gone."""
-        if not await self.archives.renew_lease(
+        if not await self.job.renew_lease(
             claim.agent_session_id, claim.archive_seq, attempt=claim.attempt, lease_s=lease_s
         ):
             raise LeaseLost(f"archive {claim.archive_seq} is not held by this attempt")
@@ -154,9 +162,8 @@ class ArchiveJobService:
             if row.status == ArchiveStatus.DONE:
                 break
             extract_from = row.start_seq
-        messages = await self.archives.messages(agent_session_id, [(start_seq, archive.end_seq)])
         # Messages the agent retracted while they were live never reach the working memory.
-        retracted = await self.retractions.retracted_seqs(
+        messages, retracted = await self.job.covered_messages(
             agent_session_id, start_seq, archive.end_seq
         )
         kept = tuple(
@@ -189,7 +196,7 @@ class ArchiveJobService:
         savepoint) and is reported with stage ``store``: it never fails the working memory.
         Without ``generated`` (the memory policy has the working memory off), the archive is
         done with no working memory: no section versions, no overview."""
-        await self._owned(claim, lock=True)
+        await self._hold(claim)
         if generated is None:
             await self._finish_without_working_memory(claim, work, memories)
             return
@@ -310,7 +317,7 @@ class ArchiveJobService:
             )
 
     async def reschedule(self, claim: Claim, *, delay_s: float, stage: str, message: str) -> None:
-        await self._owned(claim, lock=True)
+        await self._hold(claim)
         await self.archives.reschedule(
             claim.agent_session_id,
             claim.archive_seq,

@@ -33,7 +33,6 @@ from app.models import (
 )
 from app.sessions.lineage import Piece
 from app.sessions.lineage_repository import LineageReader
-from app.sessions.message_repository import in_piece
 from app.tenancy.principal import Scope
 from app.wm.sections import Section
 
@@ -348,29 +347,15 @@ class ArchiveRepository:
             found += (await self.db.scalars(statement)).all()
         return found
 
-    async def messages(
-        self, agent_session_id: uuid.UUID, ranges: Sequence[tuple[int, int]]
-    ) -> list[dict[str, Any]]:
-        """The OpenAI-format messages of the seq ranges, in order."""
-        rows: list[dict[str, Any]] = []
-        lineage = await self.lineage.of(agent_session_id)
-        for start_seq, end_seq in ranges:
-            for piece in lineage.seq_pieces(start_seq - 1, end_seq):
-                rows += (
-                    await self.db.scalars(
-                        select(Message.message)
-                        .where(in_piece(self.scope, piece))
-                        .order_by(Message.seq)
-                    )
-                ).all()
-        return rows
-
     async def insert_sections(self, rows: Sequence[SectionVersionRow]) -> None:
-        """All of an archive's section versions in one multi-row ``INSERT`` (one round trip)."""
+        """All of an archive's section versions in one multi-row ``INSERT`` (one round trip),
+        compiled once per process rather than once per archive: rows given as parameters with a
+        ``RETURNING`` go as one batched statement (without it, as one statement per row)."""
         if not rows:
             return
         await self.db.execute(
-            insert(WmSectionVersion).values([row.values(self.scope.tenant_id) for row in rows])
+            insert(WmSectionVersion).returning(WmSectionVersion.position),
+            [row.values(self.scope.tenant_id) for row in rows],
         )
 
     async def set_fields(
@@ -394,24 +379,6 @@ class ArchiveRepository:
         await self.claimable.follow(
             agent_session_id, status, values.get("available_at", func.now())
         )
-
-    async def renew_lease(
-        self, agent_session_id: uuid.UUID, archive_seq: int, *, attempt: int, lease_s: float
-    ) -> bool:
-        """Extend a running archive's lease, if it is still this attempt's."""
-        result = await self.db.execute(
-            update(Archive)
-            .where(
-                Archive.tenant_id == self.scope.tenant_id,
-                Archive.agent_session_id == agent_session_id,
-                Archive.archive_seq == archive_seq,
-                Archive.status == ArchiveStatus.RUNNING,
-                Archive.attempt == attempt,
-            )
-            .values(lease_until=func.now() + func.make_interval(0, 0, 0, 0, 0, 0, lease_s))
-            .returning(Archive.archive_seq)
-        )
-        return result.first() is not None
 
     async def reschedule(
         self, agent_session_id: uuid.UUID, archive_seq: int, *, delay_s: float, **values: Any

@@ -2,7 +2,8 @@
 
 Counted through a cursor that sees ORM, Core and driver-level statements alike, on messages
 that make no long-term memory (so the count is the archive's own). What it pins: the seven
-section versions go in one statement, the job reads the agent-session row once, and the waiting
+section versions go in one statement, the job reads its messages with their retractions in one
+and the agent-session row once, and the waiting
 request takes its own job's outcome as the archive's status instead of reading it again.
 """
 
@@ -83,6 +84,10 @@ async def test_a_waiting_commit_writes_its_sections_at_once_and_reads_nothing_tw
     assert len(matching(statements, "workmem_claim_archive(")) == 1
     [sections] = matching(statements, "INSERT INTO wm_section_versions")
     assert sections.count("position") >= 7, sections
+    # The job reads its messages as JSON arrays, with their retractions, in one statement.
+    [covered] = matching(statements, "FROM messages", "json_agg(messages.message")
+    assert "message_retractions" in covered
+    assert not [s for s in statements if s.startswith("SELECT message_retractions")]
     # The job reads the agent-session row once (its owner and memory policies).
     assert len(matching(statements, "user_memory_policies.policy")) == 1
     assert not matching(statements, "SELECT agent_sessions.user_id, agent_sessions.agent_id FROM")
@@ -91,7 +96,7 @@ async def test_a_waiting_commit_writes_its_sections_at_once_and_reads_nothing_tw
     assert finished.startswith("WITH changed AS (UPDATE archives")
     assert "UPDATE claimable_archives" in finished
     assert len(matching(statements, "UPDATE claimable_archives")) == 1
-    # The archive row is read by the job (to own it, then to lock it) and once for the answer:
-    # no status poll after the job ran.
+    # The archive row is read by the job (to own it, then to lock it: two columns) and once
+    # for the answer: no status poll after the job ran.
     reads = [s for s in statements if s.startswith("SELECT archives.")]
     assert len(reads) == 3, "\n".join(statements)

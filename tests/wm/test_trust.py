@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from app.wm.authority import authority_of, constraint_evidence, message_roles
+from app.wm.authority import authority_of, constraint_evidence, message_roles, roles_and_evidence
 from app.wm.items import Marker
 from app.wm.merge import MergeResult, merge
 from app.wm.provenance import (
@@ -53,6 +53,39 @@ def test_message_roles_name_each_seq_and_pins() -> None:
         4: ("tool",),
         5: ("user", "pin"),
     }
+
+
+@pytest.mark.parametrize(
+    ("messages", "first_seq", "pinned", "roles", "evidence"),
+    [
+        ([], 1, frozenset(), {}, {}),
+        (
+            MESSAGES,
+            1,
+            frozenset({5}),
+            {1: ("system",), 2: ("user",), 3: ("assistant",), 4: ("tool",), 5: ("user", "pin")},
+            {2: "fix src/a.py. never push directly to main", 5: "we must keep python 3.8 support"},
+        ),
+        (
+            # Numbered from 40; an entry that is no object keeps its place and has no role.
+            [MESSAGES[3], "not a message", MESSAGES[1], {"role": "developer", "content": "Never."}],
+            40,
+            frozenset({40, 41}),
+            {40: ("pin", "tool"), 42: ("user",), 43: ("system",)},
+            {42: "fix src/a.py. never push directly to main", 43: "never"},
+        ),
+    ],
+)
+def test_roles_and_evidence_are_both_readings_of_the_messages_at_once(
+    messages: list[Any],
+    first_seq: int,
+    pinned: frozenset[int],
+    roles: dict[int, tuple[str, ...]],
+    evidence: dict[int, str],
+) -> None:
+    assert roles_and_evidence(messages, first_seq, pinned) == (roles, evidence)
+    assert message_roles(messages, first_seq, pinned) == roles
+    assert constraint_evidence(messages, first_seq) == evidence
 
 
 @pytest.mark.parametrize(
