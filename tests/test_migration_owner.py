@@ -1,13 +1,15 @@
-"""Migrations run by a schema owner that is not a superuser, as on managed Postgres: the claim
-queues are filled with every tenant's unfinished work that exists when the upgrade runs, and a
-memory redacted before vectors went with redactions loses its vector.
+"""Migrations run by a schema owner that is not a superuser, as on managed Postgres, from base
+to head with only what an administrator must do beforehand (``docs/operations.md``,
+"Migrations"): the claim queues are filled with every tenant's unfinished work that exists when
+the upgrade runs, a memory redacted before vectors went with redactions loses its vector, and an
+empty database goes down to base and up again as the same owner.
 
-The owner has ``CREATEROLE`` and ``CREATEDB``, neither ``SUPERUSER`` nor ``BYPASSRLS``, and the
-three workmem roles granted beforehand with the admin option (``docs/operations.md``, "Your own
-Postgres"), so it inherits ``workmem_auditor`` too: the restrictive auditor policies on
-``archives`` apply to its own reads. One revision of the chain (``0003``: ``ALTER ROLE
-workmem_app … NOSUPERUSER NOBYPASSRLS``) takes a superuser whatever the owner's rights; a
-superuser runs that one step and hands what it created to the owner.
+The owner has ``CREATEROLE`` and ``CREATEDB``, neither ``SUPERUSER`` nor ``BYPASSRLS``, and owns
+the database; an administrator created the ``vector`` extension in it. The three workmem roles
+are cluster-wide, so the test server already has them; the owner holds them either as granted
+by an administrator with the admin option (it then inherits ``workmem_auditor`` too, and the
+restrictive auditor policies on ``archives`` apply to its own reads), or as PostgreSQL 16+
+leaves the creator of a role: the admin option alone, without ``INHERIT`` or ``SET``.
 """
 
 from __future__ import annotations
@@ -45,8 +47,6 @@ def before(revision: str) -> str:
 class OwnedDatabase:
     owner: str
     owner_url: str
-    superuser_url: str  # a superuser of the test's own, for the one step that needs one
-    superuser: str
     plain_url: str  # the server's own superuser, for seeding and reading
 
     def sql(self, statement: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
@@ -59,16 +59,31 @@ def login_url(url: str, user: str, password: str) -> str:
     return make_url(url).set(username=user, password=password).render_as_string(hide_password=False)
 
 
-@pytest.fixture
-def owned(postgres: PostgresForTests) -> Iterator[OwnedDatabase]:
+MEMBERSHIPS = {
+    # The roles existed before the owner (another database of the cluster, or an administrator
+    # created them): the administrator grants them with the admin option; the owner's default
+    # INHERIT and SET come with it.
+    "granted": "WITH ADMIN OPTION",
+    # The owner created them itself: PostgreSQL 16+ gives a role's creator the admin option
+    # alone, neither INHERIT nor SET.
+    "created": "WITH ADMIN TRUE, INHERIT FALSE, SET FALSE",
+}
+
+
+@pytest.fixture(params=sorted(MEMBERSHIPS))
+def owned(request: pytest.FixtureRequest, postgres: PostgresForTests) -> Iterator[OwnedDatabase]:
     name = f"wmown_{uuid.uuid4().hex[:10]}"
-    owner, superuser = f"{name}_owner", f"{name}_super"
+    owner = f"{name}_owner"
     password = secrets.token_hex(16)
     server = psycopg.connect(libpq_url(postgres.url("postgres")), autocommit=True)
     try:
         row = server.execute("SELECT rolsuper FROM pg_roles WHERE rolname = current_user")
         if row.fetchone() != (True,):
             pytest.skip("the test server's login is not a superuser: it cannot create roles")
+        version = server.execute("SELECT current_setting('server_version_num')").fetchone()
+        assert version is not None
+        if request.param == "created" and int(version[0]) < 160_000:
+            pytest.skip("before PostgreSQL 16, a role's creator is a full member of it")
         # Roles are cluster-wide: no other migration of this server runs meanwhile.
         server.execute("SELECT pg_advisory_lock(%s)", (MIGRATION_LOCK,))
         for role in ROLES:
@@ -79,27 +94,18 @@ def owned(postgres: PostgresForTests) -> Iterator[OwnedDatabase]:
             f"CREATE ROLE {owner} LOGIN PASSWORD '{password}' "
             "CREATEROLE CREATEDB NOSUPERUSER NOBYPASSRLS"
         )
-        server.execute(f"GRANT {', '.join(ROLES)} TO {owner} WITH ADMIN OPTION")
-        server.execute(f"CREATE ROLE {superuser} LOGIN SUPERUSER PASSWORD '{password}'")
+        server.execute(f"GRANT {', '.join(ROLES)} TO {owner} {MEMBERSHIPS[request.param]}")
         server.execute(f'CREATE DATABASE "{name}" OWNER {owner}')
         url = postgres.url(name)
         with psycopg.connect(libpq_url(url), autocommit=True) as database:
-            # What the owner cannot do itself: pgvector is not a trusted extension, and a
-            # non-superuser may hand a function to workmem_definer only where that role may
-            # create one.
+            # The one step the owner cannot take: pgvector is not a trusted extension.
             database.execute("CREATE EXTENSION IF NOT EXISTS vector")
-            database.execute("GRANT CREATE ON SCHEMA public TO workmem_definer")
         yield OwnedDatabase(
-            owner=owner,
-            owner_url=login_url(url, owner, password),
-            superuser_url=login_url(url, superuser, password),
-            superuser=superuser,
-            plain_url=libpq_url(url),
+            owner=owner, owner_url=login_url(url, owner, password), plain_url=libpq_url(url)
         )
     finally:
         server.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        for role in (owner, superuser):
-            server.execute(f"DROP ROLE IF EXISTS {role}")
+        server.execute(f"DROP ROLE IF EXISTS {owner}")
         server.close()
 
 
@@ -111,9 +117,6 @@ def test_the_claim_queues_hold_the_unfinished_work_of_an_owner_migrated_database
         (owned.owner,),
     )
     assert rights == [(False, False, True)]
-    migrations.upgrade(owned.owner_url, "0002")
-    migrations.upgrade(owned.superuser_url, "0003")
-    owned.sql(f"REASSIGN OWNED BY {owned.superuser} TO {owned.owner}")
     migrations.upgrade(owned.owner_url, before(REDACTED_VECTORS))
 
     tenant = owned.sql("INSERT INTO tenants (name) VALUES ('owned') RETURNING tenant_id")[0][0]
@@ -166,4 +169,27 @@ def test_the_claim_queues_hold_the_unfinished_work_of_an_owner_migrated_database
         "SELECT relname, relforcerowsecurity FROM pg_class WHERE relname = ANY(%s)", (touched,)
     )
     assert sorted(forced) == sorted((table, True) for table in touched)
+    assert migrations.current_revision(owned.owner_url) == migrations.head_revision()
+    # The owner may hand functions to the definer and replace them, whichever way it held it.
+    usable = owned.sql(
+        "SELECT pg_has_role(%s, 'workmem_definer', 'USAGE'),"
+        " has_schema_privilege('workmem_definer', 'public', 'CREATE')",
+        (owned.owner,),
+    )
+    assert usable == [(True, True)]
+
+
+def test_an_owner_takes_an_empty_database_down_to_base_and_up_again(
+    owned: OwnedDatabase,
+) -> None:
+    migrations.upgrade(owned.owner_url)
+    migrations.downgrade(owned.owner_url, "base")
+    assert owned.sql("SELECT tablename FROM pg_tables WHERE schemaname = 'public'") == [
+        ("alembic_version",)
+    ]
+    # The definer's right to create in the schema was given by the chain and goes with it.
+    assert owned.sql("SELECT has_schema_privilege('workmem_definer', 'public', 'CREATE')") == [
+        (False,)
+    ]
+    migrations.upgrade(owned.owner_url)
     assert migrations.current_revision(owned.owner_url) == migrations.head_revision()

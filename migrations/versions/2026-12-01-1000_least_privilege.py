@@ -9,6 +9,16 @@ reach across tenants: API-key lookup, the operator's tenant and key management, 
 claim, re-queueing failed archives, the tenant list of maintenance jobs, and readiness. The
 append path becomes one invoker function (row-level security applies to it like to any query).
 
+A schema owner that is not a superuser (managed Postgres) runs this revision too. Postgres
+refuses the words ``SUPERUSER`` and ``BYPASSRLS`` from anyone else, even to remove them, so they
+are said only when ``pg_roles`` shows the application role has one (only a superuser can have
+given it). On PostgreSQL 16 and later the creator of ``workmem_definer`` holds only the admin
+option on it, while giving a function to the role takes ``SET`` and replacing it later takes
+``INHERIT``: an owner that lacks them grants them to itself. A non-superuser may give a function
+only to a role that may create in its schema, so such an owner grants ``CREATE`` on ``public``
+to ``workmem_definer`` where it may (the database's owner owns ``public`` since PostgreSQL 15);
+the downgrade takes it back. Run by a superuser, the revision does what it always did.
+
 Revision ID: 0003
 Revises: 0002
 Create Date: 2026-12-01 10:00:00+00:00
@@ -275,12 +285,54 @@ def upgrade() -> None:
             IF NOT pg_has_role(current_user, '{DEFINER_ROLE}', 'MEMBER') THEN
                 EXECUTE format('GRANT {DEFINER_ROLE} TO %I', current_user);
             END IF;
+            -- PostgreSQL 16+: a role's creator holds only the admin option on it; handing
+            -- functions to the definer and replacing them later take SET and INHERIT.
+            IF current_setting('server_version_num')::integer >= 160000 THEN
+                IF NOT (pg_has_role(current_user, '{DEFINER_ROLE}', 'SET')
+                        AND pg_has_role(current_user, '{DEFINER_ROLE}', 'USAGE')) THEN
+                    EXECUTE format('GRANT {DEFINER_ROLE} TO %I WITH INHERIT TRUE, SET TRUE',
+                                   current_user);
+                END IF;
+            END IF;
         END
         $$
         """
     )
-    op.execute(f"ALTER ROLE {APP_ROLE} LOGIN NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE")
+    # Only a superuser may name SUPERUSER or BYPASSRLS, even to remove them; only a superuser
+    # can have given them, so they are named only where the role has them.
+    op.execute(
+        f"""
+        DO $$
+        DECLARE
+            v_super boolean;
+            v_bypass boolean;
+        BEGIN
+            SELECT r.rolsuper, r.rolbypassrls INTO v_super, v_bypass
+              FROM pg_roles r WHERE r.rolname = '{APP_ROLE}';
+            IF v_super OR v_bypass THEN
+                ALTER ROLE {APP_ROLE} NOSUPERUSER NOBYPASSRLS;
+            END IF;
+        END
+        $$
+        """
+    )
+    op.execute(f"ALTER ROLE {APP_ROLE} LOGIN NOCREATEDB NOCREATEROLE")
     op.execute(f"GRANT USAGE ON SCHEMA public TO {DEFINER_ROLE}")
+    # A non-superuser may give a function only to a role that may create in its schema. A
+    # superuser needs no such grant and gives none.
+    op.execute(
+        f"""
+        DO $$
+        BEGIN
+            IF NOT (SELECT r.rolsuper FROM pg_roles r WHERE r.rolname = current_user)
+               AND NOT has_schema_privilege('{DEFINER_ROLE}', 'public', 'CREATE')
+               AND has_schema_privilege('public', 'CREATE WITH GRANT OPTION') THEN
+                GRANT CREATE ON SCHEMA public TO {DEFINER_ROLE};
+            END IF;
+        END
+        $$
+        """
+    )
     for table in TENANT_TABLES:
         op.execute(f"ALTER TABLE {table} FORCE ROW LEVEL SECURITY")
         op.execute(
@@ -314,6 +366,6 @@ def downgrade() -> None:
         op.execute(f"REVOKE ALL ON {table} FROM {DEFINER_ROLE}")
         op.execute(f"DROP POLICY cross_tenant_definer ON {table}")
         op.execute(f"ALTER TABLE {table} NO FORCE ROW LEVEL SECURITY")
-    op.execute(f"REVOKE USAGE ON SCHEMA public FROM {DEFINER_ROLE}")
+    op.execute(f"REVOKE CREATE, USAGE ON SCHEMA public FROM {DEFINER_ROLE}")
     # The roles serve every workmem database of the cluster, so they stay, and so does the
     # application role's LOGIN (other databases of the cluster may be at this revision or later).
