@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import and_, case, exists, func, insert, or_, select, update
+from sqlalchemy import Table, and_, case, exists, func, insert, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import load_only
 from sqlalchemy.sql.selectable import ScalarSelect
@@ -353,8 +353,11 @@ class ArchiveRepository:
         ``RETURNING`` go as one batched statement (without it, as one statement per row)."""
         if not rows:
             return
+        # The table, not the entity: the ORM's bulk insert would leave out the NULL values and
+        # split rows that differ in them into statements of their own.
+        table = cast("Table", WmSectionVersion.__table__)
         await self.db.execute(
-            insert(WmSectionVersion).returning(WmSectionVersion.position),
+            insert(table).returning(table.c.position),
             [row.values(self.scope.tenant_id) for row in rows],
         )
 

@@ -9,13 +9,19 @@ request takes its own job's outcome as the archive's status instead of reading i
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 import httpx
 import pytest
 
+from app.archives.records import SectionVersionRow
+from app.archives.repository import ArchiveRepository
 from app.config import Settings
+from app.db import Database
+from app.tenancy.principal import Scope
+from app.wm.sections import SECTIONS
 from tests.conftest import TenantKeys, make_tenant
 from tests.support.postgres import PostgresForTests
 from tests.support.statements import StatementLog, recorded_app
@@ -26,6 +32,7 @@ class Counted:
     http: httpx.AsyncClient
     log: StatementLog
     keys: TenantKeys
+    database: Database
 
     async def waiting_commit(self, messages: int) -> list[str]:
         """The statements of a waiting commit of a new agent session with ``messages``."""
@@ -55,7 +62,7 @@ class Counted:
 @pytest.fixture(scope="module")
 async def counted(postgres: PostgresForTests, settings: Settings) -> AsyncIterator[Counted]:
     async with recorded_app(postgres, settings, "wmcommitcount") as (http, log, database):
-        counted = Counted(http, log, await make_tenant(database, "commits"))
+        counted = Counted(http, log, await make_tenant(database, "commits"), database)
         await counted.waiting_commit(4)  # warm-up: the key and the lineage are cached after it
         yield counted
 
@@ -100,3 +107,49 @@ async def test_a_waiting_commit_writes_its_sections_at_once_and_reads_nothing_tw
     # for the answer: no status poll after the job ran.
     reads = [s for s in statements if s.startswith("SELECT archives.")]
     assert len(reads) == 3, "\n".join(statements)
+
+
+async def test_section_versions_that_differ_in_their_nulls_go_in_one_statement(
+    counted: Counted,
+) -> None:
+    """A merge decides each section its own way: a guard on one, no requested op on another.
+    The rows still go as one statement (a bulk insert that leaves out NULLs would split them)."""
+    created = await counted.http.post("/v1/sessions", json={}, headers=counted.keys.write)
+    agent_session_id = uuid.UUID(created.json()["id"])
+    await counted.http.post(
+        f"/v1/sessions/{agent_session_id}/messages:batch",
+        json={"messages": [{"role": "user", "content": "one"}, {"role": "user", "content": "two"}]},
+        headers=counted.keys.write,
+    )
+    accepted = await counted.http.post(
+        f"/v1/sessions/{agent_session_id}/commit",
+        json={"keep_recent_count": 0},
+        headers=counted.keys.write,
+    )
+    assert accepted.status_code == 202, accepted.text
+    rows = [
+        SectionVersionRow(
+            agent_session_id=agent_session_id,
+            archive_seq=1,
+            section=section,
+            position=position,
+            content=f"- item {position}" if position % 2 else "",
+            token_count=position,
+            item_count=position % 2,
+            op_requested=None if position % 3 == 0 else "UPDATE",
+            op_applied="KEEP" if position % 3 == 0 else "UPDATE",
+            guard="A" if position == 2 else None,
+            reason="ok",
+            details={"dropped": position} if position == 4 else {},
+            sources=[{"item": "x", "seqs": [1]}] if position % 2 else [],
+            generator="offline",
+            model=None if position < 5 else "m",
+        )
+        for position, section in enumerate(SECTIONS, start=1)
+    ]
+    async with counted.database.tenant(counted.keys.tenant_id) as db:
+        with counted.log.recording() as statements:
+            await ArchiveRepository(db, Scope(counted.keys.tenant_id)).insert_sections(rows)
+        await db.rollback()
+    [insert] = statements
+    assert insert.startswith("INSERT INTO wm_section_versions"), insert
