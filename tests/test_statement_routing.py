@@ -39,7 +39,9 @@ from tests.support.privileged import documented
 from tests.support.statements import Statement, StatementLog
 
 TENANT_PARAM = re.compile(r"tenant_id\s*=\s*%\((\w+)\)s")
-MULTI_ROW_TENANT = re.compile(r"tenant_id_m\d+")
+# A multi-row insert names each row's value: ``tenant_id_m0``, ``_m1``… when built with
+# ``values([...])``, ``tenant_id__0``, ``__1``… when the driver's rows are sent as one statement.
+MULTI_ROW_TENANT = re.compile(r"tenant_id(?:_m|__)\d+")
 INSERT_COLUMNS = re.compile(r"^INSERT INTO (\w+)(?: AS \w+)? \(([^)]*)\)")
 CALL = re.compile(r"\b(workmem_[a-z_]+)\(")
 # Statements that touch no tenant table: the driver's and SQLAlchemy's connection setup, the
@@ -59,7 +61,7 @@ def tenants_named(statement: Statement) -> set[str] | None:
     names = TENANT_PARAM.findall(statement.sql)
     insert = INSERT_COLUMNS.match(statement.sql)
     if insert is not None and "tenant_id" in [c.strip() for c in insert.group(2).split(",")]:
-        # One row's value, or each row's of a multi-row insert (``tenant_id_m0``, ``_m1``…).
+        # One row's value, or each row's of a multi-row insert.
         rows = [name for name in params if MULTI_ROW_TENANT.fullmatch(name)]
         names.extend(rows or ["tenant_id"])
     tenants = {str(params[name]) for name in names}
