@@ -234,13 +234,3 @@ class RetractionRepository:
         if existing is None:
             raise RuntimeError(f"retraction of message {seq} vanished inside its transaction")
         return existing
-
-    async def retracted_seqs(
-        self, agent_session_id: uuid.UUID, start_seq: int, end_seq: int
-    ) -> set[int]:
-        """Retracted seqs in ``[start_seq, end_seq]``."""
-        pieces = (await self.lineage.of(agent_session_id)).seq_pieces(start_seq - 1, end_seq)
-        rows = await self.db.scalars(
-            select(MessageRetraction.seq).where(in_pieces(self.scope, pieces, MessageRetraction))
-        )
-        return set(rows.all())

@@ -18,7 +18,7 @@ from app.errors import Conflict, NotFound
 from app.sessions.message_repository import RetractionRepository
 from app.sessions.records import StoredMessage
 from app.sessions.service import AgentSessionService
-from app.tenancy.principal import Principal, Scope
+from app.tenancy.principal import Principal
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,15 +57,3 @@ class RetractionService:
             message = found
         retracted_at = await self.retractions.record(agent_session_id, message.seq)
         return Retraction(message, retracted_at, archived)
-
-
-class JobRetractions:
-    """What phase 2 asks of retractions, under the claimed archive's tenant."""
-
-    def __init__(self, db: AsyncSession, tenant_id: uuid.UUID) -> None:
-        self.retractions = RetractionRepository(db, Scope(tenant_id))
-
-    async def retracted_seqs(
-        self, agent_session_id: uuid.UUID, start_seq: int, end_seq: int
-    ) -> set[int]:
-        return await self.retractions.retracted_seqs(agent_session_id, start_seq, end_seq)
