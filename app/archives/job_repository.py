@@ -10,7 +10,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from sqlalchemy import func, select, update
+from sqlalchemy import ColumnElement, func, select, update
 from sqlalchemy.dialects.postgresql import aggregate_order_by
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -60,6 +60,18 @@ class JobRepository:
                 retracted.update(seqs or ())
         return messages, retracted
 
+    def _attempt_of(
+        self, agent_session_id: uuid.UUID, archive_seq: int, attempt: int
+    ) -> tuple[ColumnElement[bool], ...]:
+        """The agent session's archive ``archive_seq`` while it runs ``attempt``."""
+        return (
+            Archive.tenant_id == self.scope.tenant_id,
+            Archive.agent_session_id == agent_session_id,
+            Archive.archive_seq == archive_seq,
+            Archive.status == ArchiveStatus.RUNNING,
+            Archive.attempt == attempt,
+        )
+
     async def lock_attempt(
         self, agent_session_id: uuid.UUID, archive_seq: int, *, attempt: int
     ) -> bool:
@@ -67,13 +79,7 @@ class JobRepository:
         whether it is (only two columns are read: the row is not loaded)."""
         found = await self.db.execute(
             select(Archive.archive_seq)
-            .where(
-                Archive.tenant_id == self.scope.tenant_id,
-                Archive.agent_session_id == agent_session_id,
-                Archive.archive_seq == archive_seq,
-                Archive.status == ArchiveStatus.RUNNING,
-                Archive.attempt == attempt,
-            )
+            .where(*self._attempt_of(agent_session_id, archive_seq, attempt))
             .with_for_update()
         )
         return found.first() is not None
@@ -84,13 +90,7 @@ class JobRepository:
         """Extend a running archive's lease, if it is still this attempt's."""
         result = await self.db.execute(
             update(Archive)
-            .where(
-                Archive.tenant_id == self.scope.tenant_id,
-                Archive.agent_session_id == agent_session_id,
-                Archive.archive_seq == archive_seq,
-                Archive.status == ArchiveStatus.RUNNING,
-                Archive.attempt == attempt,
-            )
+            .where(*self._attempt_of(agent_session_id, archive_seq, attempt))
             .values(lease_until=func.now() + func.make_interval(0, 0, 0, 0, 0, 0, lease_s))
             .returning(Archive.archive_seq)
         )
