@@ -9,23 +9,62 @@ Names the user explicitly (the job has no credential). Flushes, never commits.
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any, cast
 
 from pgvector.sqlalchemy import VECTOR
-from sqlalchemy import Integer, Table, bindparam, func, insert, select, text, update
+from sqlalchemy import Integer, Table, Text, bindparam, func, insert, select, text, update
+from sqlalchemy import cast as sa_cast
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.sql.elements import ColumnElement
 
 from app.memories.batch import Found, Row, Stored
 from app.models import Memory
 from app.tenancy.principal import Scope
 from app.wm.redaction import REDACTED
 
-Wanted = tuple[int, str, str | None, int, Sequence[float]]
+Wanted = tuple[int, str, str | None, int, str]
 """A candidate to look up: its index in the batch, category, slot (``None`` unless it can
-contradict), how many nearest memories to find, and its vector."""
+contradict), how many nearest memories to find, and its vector as ``vector_text`` wrote it."""
+
+_EVENT_COLUMNS: tuple[tuple[str, str, str], ...] = (
+    # (column, array type bound, type of the column): arrays and JSON are bound as text.
+    ("memory_id", "uuid[]", "uuid"),
+    ("related_memory_id", "uuid[]", "uuid"),
+    ("user_id", "text[]", "text"),
+    ("event", "text[]", "text"),
+    ("old_content", "text[]", "text"),
+    ("new_content", "text[]", "text"),
+    ("agent_session_id", "uuid[]", "uuid"),
+    ("archive_seq", "integer[]", "integer"),
+    ("source_seqs", "text[]", "bigint[]"),
+    ("actor", "text[]", "text"),
+    ("details", "text[]", "jsonb"),
+)
+_NAMES = ", ".join(name for name, _, _ in _EVENT_COLUMNS)
+_INSERT_EVENTS = text(
+    # One row an element of the arrays, in their order (the events' ids follow it). Only
+    # column names are formatted in: every value is bound.
+    f"INSERT INTO memory_events (tenant_id, {_NAMES}) SELECT :tenant_id, "  # noqa: S608
+    + ", ".join(f"CAST(e.{name} AS {kind})" for name, _, kind in _EVENT_COLUMNS)
+    + " FROM unnest("
+    + ", ".join(f"CAST(:{name} AS {array})" for name, array, _ in _EVENT_COLUMNS)
+    + f") WITH ORDINALITY AS e({_NAMES}, n) ORDER BY e.n"
+)
+
+
+def vector_text(vector: Sequence[float]) -> str:
+    """``vector`` as pgvector reads it, written as the driver adaptation writes it (each value
+    as ``str(float(value))``): computed once a candidate, bound as text and cast in SQL."""
+    return f"[{','.join([str(float(value)) for value in vector])}]"
+
+
+def seqs_text(seqs: Sequence[int]) -> str:
+    """``seqs`` as a Postgres array literal (``{1,2}``), for an array of arrays bound as text."""
+    return "{" + ",".join(str(int(seq)) for seq in seqs) + "}"
 
 
 class MemoryStore:
@@ -137,7 +176,7 @@ class MemoryStore:
             "UNION ALL SELECT 'p', a.k, b.k, NULL, NULL, NULL, NULL, NULL, a.e <=> b.e "
             "FROM w AS a JOIN w AS b ON a.k < b.k AND a.category = b.category "
             "UNION ALL SELECT 't', NULL, NULL, NULL, NULL, NULL, NULL, now(), NULL"
-        ).bindparams(*(bindparam(f"e{number}", type_=VECTOR()) for number in range(len(wanted))))
+        )
         found = {index: Found(depth) for index, _, _, depth, _ in wanted}
         distances: dict[tuple[int, int], float] = {}
         now = datetime.min.replace(tzinfo=UTC)
@@ -167,7 +206,7 @@ class MemoryStore:
         greater confidence), superseded ones marked; a few statements whatever their number."""
         table = cast("Table", Memory.__table__)
         expiry = func.now() + func.make_interval(0, 0, 0, bindparam("b_days", type_=Integer))
-        columns = {
+        columns: dict[str, ColumnElement[Any]] = {
             name: bindparam(f"b_{name}", type_=table.c[name].type)
             for name in (
                 "content",
@@ -177,10 +216,11 @@ class MemoryStore:
                 "agent_id",
                 "archive_seq",
                 "source_seqs",
-                "embedding",
                 "embedding_model",
             )
         }
+        # The vector comes as ``vector_text`` wrote it, once a candidate.
+        columns["embedding"] = sa_cast(bindparam("b_embedding", type_=Text()), VECTOR())
 
         def bound(row: Row) -> dict[str, Any]:
             values = row.values or {}
@@ -255,3 +295,14 @@ class MemoryStore:
                 ),
                 superseded,
             )
+
+    async def insert_events(self, events: Sequence[dict[str, Any]]) -> None:
+        """A batch's ``memory_events`` rows, in order, in one statement."""
+        if not events:
+            return
+        params: dict[str, Any] = {"tenant_id": self.scope.tenant_id}
+        for name, _, _ in _EVENT_COLUMNS:
+            params[name] = [event.get(name) for event in events]
+        params["source_seqs"] = [seqs_text(seqs) for seqs in params["source_seqs"]]
+        params["details"] = [json.dumps(details) for details in params["details"]]
+        await self.db.execute(_INSERT_EVENTS, params)
