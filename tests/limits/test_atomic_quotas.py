@@ -59,9 +59,13 @@ async def test_concurrent_creates_in_two_processes_never_pass_the_session_quota(
         )
     statuses = sorted(answer.status_code for answer in answers)
     created = sum(1 for status in statuses if status in (200, 201))
-    assert created == QUOTA_SESSIONS, statuses
     assert set(statuses) <= {200, 201, 429, 503}, statuses
-    assert (await held(own_database, keys))[0] == QUOTA_SESSIONS
+    # A 503 (a statement, lock or connection not had in time on a busy machine) creates nothing:
+    # the quota is reached exactly only when every refusal was the quota's own.
+    assert created <= QUOTA_SESSIONS, statuses
+    if 503 not in statuses:
+        assert created == QUOTA_SESSIONS, statuses
+    assert (await held(own_database, keys))[0] == created
 
 
 async def test_concurrent_appends_in_two_processes_never_pass_the_byte_quota(
