@@ -24,7 +24,7 @@ import psycopg
 from pgvector import Vector
 
 from app.db import Database
-from app.memories.store import MemoryStore
+from app.memories.store import MemoryStore, vector_text
 from app.tenancy.principal import Scope
 
 DEPTH = 3
@@ -88,7 +88,7 @@ async def lookup_cases(
             started = time.perf_counter()
             async with database.tenant(tenant_id) as db:
                 found, _, _ = await MemoryStore(db, scope).find(
-                    case.user_id, model, [(0, case.category, None, DEPTH, vector)]
+                    case.user_id, model, [(0, case.category, None, DEPTH, vector_text(vector))]
                 )
             elapsed = time.perf_counter() - started
             if number < 5:  # warm-up

@@ -26,7 +26,7 @@ from app.memories.extraction import Prepared
 from app.memories.policy import EVERYTHING, EffectivePolicy
 from app.memories.records import Candidate, EventKind, MemoryReport, Source
 from app.memories.repository import MemoryRepository
-from app.memories.store import MemoryStore, Wanted
+from app.memories.store import MemoryStore, Wanted, vector_text
 from app.tenancy.principal import Scope
 from app.webhooks.events import MEMORY_CHANGED, memory_data
 from app.webhooks.outbox import WebhookOutbox
@@ -61,8 +61,10 @@ class MemoryJobService:
         actor = f"extractor:{prepared.extraction.extractor}"
         events: list[dict[str, Any]] = []
         model = prepared.embedding_model
-        batch = await self._look_up(source.user_id, model, allowed)
-        for index, (candidate, vector) in enumerate(allowed):
+        # Each vector written out once: the lookup and the write bind the same text.
+        texts = [vector_text(vector) for _, vector in allowed]
+        batch = await self._look_up(source.user_id, model, allowed, texts)
+        for index, (candidate, _) in enumerate(allowed):
             category = candidate.category.value
             while True:
                 try:
@@ -73,11 +75,11 @@ class MemoryJobService:
                     found, _, _ = await self.store.find(
                         source.user_id,
                         model,
-                        [(index, category, None, batch.found[index].depth, vector)],
+                        [(index, category, None, batch.found[index].depth, texts[index])],
                         leaving_out=sorted(more.changed),
                     )
                     batch.more(index, found[index].nearest)
-            values = _values(candidate, source, vector, model)
+            values = _values(candidate, source, texts[index], model)
             days = lifetimes.get(category)
             memory_id = batch.apply(index, change, values, days)
             event = {
@@ -116,7 +118,7 @@ class MemoryJobService:
                     for row in change.superseded
                 ]
         await self.store.write(source.user_id, batch.written())
-        await self.memories.insert_events(events)
+        await self.store.insert_events(events)
         # In the archive's transaction (and its savepoint): the event exists iff the changes do.
         if events:
             await self.outbox.emit(
@@ -136,20 +138,23 @@ class MemoryJobService:
         )
 
     async def _look_up(
-        self, user_id: str | None, model: str, allowed: Sequence[tuple[Candidate, list[float]]]
+        self,
+        user_id: str | None,
+        model: str,
+        allowed: Sequence[tuple[Candidate, list[float]]],
+        texts: Sequence[str],
     ) -> Batch:
         """One statement for every candidate's lookups: a candidate is decided against the
         memories as the earlier ones of its category left them, so it needs one nearest stored
         memory more than there are earlier candidates of its category."""
         earlier: Counter[str] = Counter()
         wanted: list[Wanted] = []
-        for index, (candidate, vector) in enumerate(allowed):
+        for index, (candidate, _) in enumerate(allowed):
             category = candidate.category.value
             earlier[category] += 1
             slotted = candidate.slot is not None and candidate.category in SLOTTED_CATEGORIES
-            wanted.append(
-                (index, category, candidate.slot if slotted else None, earlier[category], vector)
-            )
+            slot = candidate.slot if slotted else None
+            wanted.append((index, category, slot, earlier[category], texts[index]))
         found, distances, now = await self.store.find(user_id, model, wanted)
         return Batch([candidate for candidate, _ in allowed], found, distances, now)
 
@@ -173,9 +178,7 @@ class MemoryJobService:
         return written
 
 
-def _values(
-    candidate: Candidate, source: Source, vector: list[float], model: str
-) -> dict[str, Any]:
+def _values(candidate: Candidate, source: Source, vector: str, model: str) -> dict[str, Any]:
     return {
         "content": candidate.content,
         "confidence": candidate.confidence,

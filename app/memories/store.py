@@ -9,13 +9,13 @@ Names the user explicitly (the job has no credential). Flushes, never commits.
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Any, cast
+from typing import Any
 
-from pgvector.sqlalchemy import VECTOR
-from sqlalchemy import Integer, Table, bindparam, func, insert, select, text, update
+from sqlalchemy import func, select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.memories.batch import Found, Row, Stored
@@ -23,9 +23,99 @@ from app.models import Memory
 from app.tenancy.principal import Scope
 from app.wm.redaction import REDACTED
 
-Wanted = tuple[int, str, str | None, int, Sequence[float]]
+Wanted = tuple[int, str, str | None, int, str]
 """A candidate to look up: its index in the batch, category, slot (``None`` unless it can
-contradict), how many nearest memories to find, and its vector."""
+contradict), how many nearest memories to find, and its vector as ``vector_text`` wrote it."""
+
+_EVENT_COLUMNS: tuple[tuple[str, str, str], ...] = (
+    # (column, array type bound, type of the column): arrays and JSON are bound as text.
+    ("memory_id", "uuid[]", "uuid"),
+    ("related_memory_id", "uuid[]", "uuid"),
+    ("user_id", "text[]", "text"),
+    ("event", "text[]", "text"),
+    ("old_content", "text[]", "text"),
+    ("new_content", "text[]", "text"),
+    ("agent_session_id", "uuid[]", "uuid"),
+    ("archive_seq", "integer[]", "integer"),
+    ("source_seqs", "text[]", "bigint[]"),
+    ("actor", "text[]", "text"),
+    ("details", "text[]", "jsonb"),
+)
+_NAMES = ", ".join(name for name, _, _ in _EVENT_COLUMNS)
+_INSERT_EVENTS = text(
+    # One row an element of the arrays, in their order (the events' ids follow it). Only
+    # column names are formatted in: every value is bound.
+    f"INSERT INTO memory_events (tenant_id, {_NAMES}) SELECT :tenant_id, "  # noqa: S608
+    + ", ".join(f"CAST(e.{name} AS {kind})" for name, _, kind in _EVENT_COLUMNS)
+    + " FROM unnest("
+    + ", ".join(f"CAST(:{name} AS {array})" for name, array, _ in _EVENT_COLUMNS)
+    + f") WITH ORDINALITY AS e({_NAMES}, n) ORDER BY e.n"
+)
+
+
+_VALUE_COLUMNS: tuple[tuple[str, str, str], ...] = (
+    # (column, array type bound, value written): what a candidate sets, inserted or restated.
+    ("content", "text[]", "r.content"),
+    ("slot", "text[]", "r.slot"),
+    ("slot_value", "text[]", "r.slot_value"),
+    ("agent_session_id", "uuid[]", "r.agent_session_id"),
+    ("agent_id", "text[]", "r.agent_id"),
+    ("archive_seq", "integer[]", "r.archive_seq"),
+    ("source_seqs", "text[]", "CAST(r.source_seqs AS bigint[])"),
+    ("embedding", "text[]", "CAST(r.embedding AS vector)"),
+    ("embedding_model", "text[]", "r.embedding_model"),
+)
+_ROW_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("memory_id", "uuid[]"),
+    ("category", "text[]"),
+    ("superseded_by", "uuid[]"),
+    ("confidence", "float8[]"),
+    ("days", "integer[]"),
+    *((name, array) for name, array, _ in _VALUE_COLUMNS),
+)
+"""The arrays bound for a batch's rows (``days``: the lifetime of the row's category)."""
+_UNNEST = (
+    # Only column names and fixed expressions are formatted in: every value is bound.
+    "unnest("
+    + ", ".join(f"CAST(:{name} AS {array})" for name, array in _ROW_COLUMNS)
+    + f") WITH ORDINALITY AS r({', '.join(name for name, _ in _ROW_COLUMNS)}, n)"
+)
+_EXPIRY = "now() + make_interval(0, 0, 0, r.days)"
+_INSERT_MEMORIES = text(
+    # One row an element of the arrays, inserted in their order.
+    "INSERT INTO memories (tenant_id, user_id, memory_id, category, superseded_by, confidence, "  # noqa: S608
+    f"expires_at, {', '.join(name for name, _, _ in _VALUE_COLUMNS)}) "
+    "SELECT :tenant_id, :user_id, r.memory_id, r.category, r.superseded_by, r.confidence, "
+    f"{_EXPIRY}, "
+    + ", ".join(value for _, _, value in _VALUE_COLUMNS)
+    + f" FROM {_UNNEST} ORDER BY r.n"
+)
+_RESTATE_MEMORIES = text(
+    # A restated memory keeps the greater confidence, and its lifetime unless its category has
+    # one.
+    "UPDATE memories AS m SET updated_at = now(), "  # noqa: S608
+    "confidence = greatest(m.confidence, r.confidence), "
+    f"expires_at = coalesce({_EXPIRY}, m.expires_at), "
+    + ", ".join(f"{name} = {value}" for name, _, value in _VALUE_COLUMNS)
+    + f" FROM {_UNNEST} WHERE m.tenant_id = :tenant_id AND m.memory_id = r.memory_id"
+)
+_SUPERSEDE_MEMORIES = text(
+    "UPDATE memories AS m SET superseded_by = r.superseded_by, updated_at = now() "
+    "FROM unnest(CAST(:memory_id AS uuid[]), CAST(:superseded_by AS uuid[])) "
+    "AS r(memory_id, superseded_by) "
+    "WHERE m.tenant_id = :tenant_id AND m.memory_id = r.memory_id"
+)
+
+
+def vector_text(vector: Sequence[float]) -> str:
+    """``vector`` as pgvector reads it, written as the driver adaptation writes it (each value
+    as ``str(float(value))``): computed once a candidate, bound as text and cast in SQL."""
+    return f"[{','.join([str(float(value)) for value in vector])}]"
+
+
+def seqs_text(seqs: Sequence[int]) -> str:
+    """``seqs`` as a Postgres array literal (``{1,2}``), for an array of arrays bound as text."""
+    return "{" + ",".join(str(int(seq)) for seq in seqs) + "}"
 
 
 class MemoryStore:
@@ -137,7 +227,7 @@ class MemoryStore:
             "UNION ALL SELECT 'p', a.k, b.k, NULL, NULL, NULL, NULL, NULL, a.e <=> b.e "
             "FROM w AS a JOIN w AS b ON a.k < b.k AND a.category = b.category "
             "UNION ALL SELECT 't', NULL, NULL, NULL, NULL, NULL, NULL, now(), NULL"
-        ).bindparams(*(bindparam(f"e{number}", type_=VECTOR()) for number in range(len(wanted))))
+        )
         found = {index: Found(depth) for index, _, _, depth, _ in wanted}
         distances: dict[tuple[int, int], float] = {}
         now = datetime.min.replace(tzinfo=UTC)
@@ -164,94 +254,49 @@ class MemoryStore:
 
     async def write(self, user_id: str | None, rows: Sequence[tuple[str, Row]]) -> None:
         """A batch's rows as they end: new ones inserted, restated ones rewritten (keeping the
-        greater confidence), superseded ones marked; a few statements whatever their number."""
-        table = cast("Table", Memory.__table__)
-        expiry = func.now() + func.make_interval(0, 0, 0, bindparam("b_days", type_=Integer))
-        columns = {
-            name: bindparam(f"b_{name}", type_=table.c[name].type)
-            for name in (
-                "content",
-                "slot",
-                "slot_value",
-                "agent_session_id",
-                "agent_id",
-                "archive_seq",
-                "source_seqs",
-                "embedding",
-                "embedding_model",
-            )
-        }
-
-        def bound(row: Row) -> dict[str, Any]:
-            values = row.values or {}
-            return {
-                **{f"b_{name}": values[name] for name in columns},
-                "b_confidence": row.confidence,
-                "b_days": row.days,
-            }
-
-        added = [
-            {
-                **bound(row),
-                "b_memory_id": row.memory_id,
-                "b_category": category,
-                "b_superseded_by": row.superseded_by,
-            }
-            for category, row in rows
-            if row.inserted
-        ]
+        greater confidence), superseded ones marked; one statement each, whatever their number."""
+        added = [(category, row) for category, row in rows if row.inserted]
         if added:
-            await self.db.execute(
-                insert(table).values(
-                    tenant_id=self.scope.tenant_id,
-                    user_id=user_id,
-                    memory_id=bindparam("b_memory_id", type_=table.c.memory_id.type),
-                    category=bindparam("b_category", type_=table.c.category.type),
-                    superseded_by=bindparam("b_superseded_by", type_=table.c.superseded_by.type),
-                    confidence=bindparam("b_confidence", type_=table.c.confidence.type),
-                    expires_at=expiry,
-                    **columns,
-                ),
-                added,
-            )
+            await self.db.execute(_INSERT_MEMORIES, {**self._arrays(added), "user_id": user_id})
         restated = [
-            {**bound(row), "b_target": row.memory_id}
-            for _, row in rows
-            if not row.inserted and row.values is not None
+            (category, row) for category, row in rows if not row.inserted and row.values is not None
         ]
         if restated:
-            await self.db.execute(
-                update(table)
-                .where(
-                    table.c.tenant_id == self.scope.tenant_id,
-                    table.c.memory_id == bindparam("b_target", type_=table.c.memory_id.type),
-                )
-                .values(
-                    updated_at=func.now(),
-                    confidence=func.greatest(
-                        table.c.confidence,
-                        bindparam("b_confidence", type_=table.c.confidence.type),
-                    ),
-                    expires_at=func.coalesce(expiry, table.c.expires_at),
-                    **columns,
-                ),
-                restated,
-            )
-        superseded = [
-            {"b_old": row.memory_id, "b_by": row.superseded_by}
-            for _, row in rows
-            if not row.inserted and row.superseded_by is not None
-        ]
+            await self.db.execute(_RESTATE_MEMORIES, self._arrays(restated))
+        superseded = [row for _, row in rows if not row.inserted and row.superseded_by is not None]
         if superseded:
             await self.db.execute(
-                update(table)
-                .where(
-                    table.c.tenant_id == self.scope.tenant_id,
-                    table.c.memory_id == bindparam("b_old", type_=table.c.memory_id.type),
-                )
-                .values(
-                    superseded_by=bindparam("b_by", type_=table.c.superseded_by.type),
-                    updated_at=func.now(),
-                ),
-                superseded,
+                _SUPERSEDE_MEMORIES,
+                {
+                    "tenant_id": self.scope.tenant_id,
+                    "memory_id": [row.memory_id for row in superseded],
+                    "superseded_by": [row.superseded_by for row in superseded],
+                },
             )
+
+    def _arrays(self, rows: Sequence[tuple[str, Row]]) -> dict[str, Any]:
+        """The arrays of ``_ROW_COLUMNS`` for ``rows``, one element a row, in order."""
+        given = [row.values or {} for _, row in rows]
+        params: dict[str, Any] = {
+            "tenant_id": self.scope.tenant_id,
+            "memory_id": [row.memory_id for _, row in rows],
+            "category": [category for category, _ in rows],
+            "superseded_by": [row.superseded_by for _, row in rows],
+            "confidence": [row.confidence for _, row in rows],
+            "days": [row.days for _, row in rows],
+        }
+        for name, _, _ in _VALUE_COLUMNS:
+            params[name] = [values[name] for values in given]
+        params["source_seqs"] = [seqs_text(seqs) for seqs in params["source_seqs"]]
+        return params
+
+    async def insert_events(self, events: Sequence[dict[str, Any]]) -> None:
+        """A batch's ``memory_events`` rows, in order, in one statement."""
+        if not events:
+            return
+        params: dict[str, Any] = {"tenant_id": self.scope.tenant_id}
+        for name, _, _ in _EVENT_COLUMNS:
+            params[name] = [event.get(name) for event in events]
+        params["source_seqs"] = [seqs_text(seqs) for seqs in params["source_seqs"]]
+        params["details"] = [json.dumps(details) for details in params["details"]]
+        await self.db.execute(_INSERT_EVENTS, params)
