@@ -9,7 +9,7 @@ import uuid
 from typing import Any
 
 from sqlalchemy import Update, func, update
-from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.dialects.postgresql import Insert, insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.archives.status import ArchiveStatus
@@ -34,18 +34,21 @@ class ClaimableRepository:
             await self._now(agent_session_id)
 
     async def _due(self, agent_session_id: uuid.UUID, at: Any) -> None:
+        await self.db.execute(self.due(agent_session_id, at))
+
+    def due(self, agent_session_id: uuid.UUID, at: Any) -> Insert:
+        """``follow``'s upsert for a pending archive, unsent: the agent session is due at
+        ``at`` or sooner (a commit sends it as a ``WITH`` of its archive's insert)."""
         statement = insert(ClaimableArchive).values(
             tenant_id=self.scope.tenant_id, agent_session_id=agent_session_id, available_at=at
         )
-        await self.db.execute(
-            statement.on_conflict_do_update(
-                index_elements=[ClaimableArchive.tenant_id, ClaimableArchive.agent_session_id],
-                set_={
-                    "available_at": func.least(
-                        ClaimableArchive.available_at, statement.excluded.available_at
-                    )
-                },
-            )
+        return statement.on_conflict_do_update(
+            index_elements=[ClaimableArchive.tenant_id, ClaimableArchive.agent_session_id],
+            set_={
+                "available_at": func.least(
+                    ClaimableArchive.available_at, statement.excluded.available_at
+                )
+            },
         )
 
     async def _now(self, agent_session_id: uuid.UUID) -> None:

@@ -66,7 +66,10 @@ async def commit(
         return CommitResult(outcome, None, None)
     telemetry.annotate(**{telemetry.ARCHIVE_SEQ: outcome.archive.archive_seq})
     if not wait:
+        # The answer is the archive as phase 1 inserted it (its RETURNING row), as under an
+        # idempotency key: no second transaction to read it back.
         worker.wakeup.set()
+        return CommitResult(outcome, outcome.archive, None)
     return await _finished(
         database,
         worker,

@@ -11,7 +11,7 @@ import uuid
 from collections.abc import Sequence
 from typing import Any, cast
 
-from sqlalchemy import Table, and_, case, exists, func, insert, or_, select, update
+from sqlalchemy import Table, Update, and_, case, exists, func, insert, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import load_only
 from sqlalchemy.sql.selectable import ScalarSelect
@@ -164,6 +164,20 @@ class ArchiveRepository:
         archive = result.scalar_one()
         await self.claimable.follow(archive.agent_session_id, archive.status, func.now())
         return archive
+
+    async def insert_pending(self, values: dict[str, Any], counters: Update) -> Archive:
+        """A commit's pending archive, its agent session's ``counters`` and its queue row (due
+        now) in one statement: the two writes run as ``WITH``s of the archive's insert, whose
+        ``RETURNING`` is the row the commit answers with."""
+        agent_session_id = values["agent_session_id"]
+        statement = (
+            insert(Archive)
+            .values(tenant_id=self.scope.tenant_id, status=ArchiveStatus.PENDING, **values)
+            .add_cte(counters.cte("counters"))
+            .add_cte(self.claimable.due(agent_session_id, func.now()).cte("queued"))
+            .returning(Archive)
+        )
+        return (await self.db.execute(statement)).scalar_one()
 
     async def get(
         self, agent_session_id: uuid.UUID, archive_seq: int, *, lock: bool = False

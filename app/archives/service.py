@@ -25,7 +25,7 @@ from app.archives.working_memory import RecordedDecision, WorkingMemory
 from app.errors import Conflict, NotFound
 from app.memories.records import ProducedMemory
 from app.memories.service import MemoryService
-from app.models import AgentSession, Archive, ArchiveAction, ArchiveStatus, WmSectionVersion
+from app.models import AgentSession, Archive, ArchiveAction, WmSectionVersion
 from app.sessions.records import StoredMessage
 from app.sessions.service import AgentSessionService
 from app.tenancy.principal import Principal
@@ -120,13 +120,12 @@ class ArchiveService:
         archived_tokens = live_tokens - tail_tokens
         # The first turn is read by the archive's insert itself: one round trip less.
         first_turn = self.archives.turn_at(agent_session_id, archived + 1)
-        archive = await self.archives.insert(
+        archive = await self.archives.insert_pending(
             {
                 "agent_session_id": agent_session_id,
                 "archive_seq": agent_session.archive_count + 1,
                 "start_seq": archived + 1,
                 "end_seq": end_seq,
-                "status": ArchiveStatus.PENDING,
                 "keep_recent_count": keep,
                 "first_turn": first_turn,
                 "last_turn": rows[end_seq].turn,
@@ -135,14 +134,14 @@ class ArchiveService:
                 "tail_message_count": len(tail),
                 "tail_tokens": tail_tokens,
                 "archived_tokens": archived_tokens,
-            }
-        )
-        await self.agent_sessions.record_commit(
-            agent_session,
-            keep=keep,
-            end_seq=end_seq,
-            archived_tokens=archived_tokens,
-            pending_tokens=pending,
+            },
+            self.agent_sessions.commit_counters(
+                agent_session,
+                keep=keep,
+                end_seq=end_seq,
+                archived_tokens=archived_tokens,
+                pending_tokens=pending,
+            ),
         )
         return CommitOutcome(agent_session, archive, None, pending, last_seq - end_seq)
 
@@ -178,13 +177,12 @@ class ArchiveService:
         end_seq = rows[start - 1].seq
         tail_tokens = sum(row.token_count for row in tail)
         archived_tokens = sum(row.token_count for row in rows[:start])
-        archive = await self.archives.insert(
+        archive = await self.archives.insert_pending(
             {
                 "agent_session_id": agent_session_id,
                 "archive_seq": agent_session.archive_count + 1,
                 "start_seq": archived + 1,
                 "end_seq": end_seq,
-                "status": ArchiveStatus.PENDING,
                 "keep_recent_count": len(tail),
                 "first_turn": rows[0].turn,
                 "last_turn": rows[start - 1].turn,
@@ -193,14 +191,14 @@ class ArchiveService:
                 "tail_message_count": len(tail),
                 "tail_tokens": tail_tokens,
                 "archived_tokens": archived_tokens,
-            }
-        )
-        await self.agent_sessions.record_commit(
-            agent_session,
-            keep=keep,
-            end_seq=end_seq,
-            archived_tokens=archived_tokens,
-            pending_tokens=pending,
+            },
+            self.agent_sessions.commit_counters(
+                agent_session,
+                keep=keep,
+                end_seq=end_seq,
+                archived_tokens=archived_tokens,
+                pending_tokens=pending,
+            ),
         )
         return CommitOutcome(agent_session, archive, None, pending, len(tail))
 

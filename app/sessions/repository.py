@@ -16,7 +16,7 @@ from typing import Any
 
 import psycopg
 from psycopg.types.json import Jsonb
-from sqlalchemy import Row, and_, delete, func, select, text, tuple_, update
+from sqlalchemy import Row, Update, and_, delete, func, select, text, tuple_, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -331,6 +331,29 @@ class AgentSessionRepository:
         archive_count: int | None = None,
         archived_tokens: int | None = None,
     ) -> None:
+        await self.db.execute(
+            self.commit_change(
+                agent_session_id,
+                keep_recent_count=keep_recent_count,
+                pending_tokens=pending_tokens,
+                archived_upto_seq=archived_upto_seq,
+                archive_count=archive_count,
+                archived_tokens=archived_tokens,
+            )
+        )
+
+    def commit_change(
+        self,
+        agent_session_id: uuid.UUID,
+        *,
+        keep_recent_count: int,
+        pending_tokens: int,
+        archived_upto_seq: int | None = None,
+        archive_count: int | None = None,
+        archived_tokens: int | None = None,
+    ) -> Update:
+        """``save_commit``'s update, unsent: a commit sends it as a ``WITH`` of its archive's
+        insert (one round trip)."""
         values: dict[str, Any] = {
             "keep_recent_count": keep_recent_count,
             "pending_tokens": pending_tokens,
@@ -342,7 +365,7 @@ class AgentSessionRepository:
                 archive_count=archive_count,
                 archived_tokens=archived_tokens,
             )
-        await self.db.execute(
+        return (
             update(AgentSession)
             .where(
                 AgentSession.tenant_id == self.scope.tenant_id,

@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import psycopg
+from sqlalchemy import Update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.cursors import decode_cursor, encode_cursor
@@ -323,7 +324,28 @@ class AgentSessionService:
         archived_tokens: int,
         pending_tokens: int,
     ) -> None:
-        await self.agent_sessions.save_commit(
+        await self.db.execute(
+            self.commit_counters(
+                agent_session,
+                keep=keep,
+                end_seq=end_seq,
+                archived_tokens=archived_tokens,
+                pending_tokens=pending_tokens,
+            )
+        )
+
+    def commit_counters(
+        self,
+        agent_session: AgentSession,
+        *,
+        keep: int,
+        end_seq: int,
+        archived_tokens: int,
+        pending_tokens: int,
+    ) -> Update:
+        """``record_commit``'s update, unsent: a commit sends it with its archive's insert (one
+        statement)."""
+        return self.agent_sessions.commit_change(
             agent_session.agent_session_id,
             keep_recent_count=keep,
             pending_tokens=pending_tokens,

@@ -153,3 +153,50 @@ async def test_section_versions_that_differ_in_their_nulls_go_in_one_statement(
         await db.rollback()
     [insert] = statements
     assert insert.startswith("INSERT INTO wm_section_versions"), insert
+
+
+async def test_phase_one_is_four_statements_whatever_the_history(counted: Counted) -> None:
+    """A commit that does not wait: the tenant's token, the agent-session row locked, the tail
+    and the messages before it, then the archive's insert with the agent session's counters and
+    the queue row as ``WITH``s of it; the answer is that insert's row (no second transaction)."""
+    sent: list[list[str]] = []
+    for messages in (10, 300):
+        created = await counted.http.post("/v1/sessions", json={}, headers=counted.keys.write)
+        agent_session_id = created.json()["id"]
+        batch = [
+            {"role": "user" if n % 2 == 0 else "assistant", "content": f"step {n}"}
+            for n in range(messages)
+        ]
+        await counted.http.post(
+            f"/v1/sessions/{agent_session_id}/messages:batch",
+            json={"messages": batch},
+            headers=counted.keys.write,
+        )
+        with counted.log.recording() as statements:
+            response = await counted.http.post(
+                f"/v1/sessions/{agent_session_id}/commit",
+                json={"keep_recent_count": 2},
+                headers=counted.keys.write,
+            )
+        assert response.status_code == 202, response.text
+        body = response.json()
+        assert (body["status"], body["archive"]["status"]) == ("accepted", "pending")
+        assert body["archive"]["end_seq"] == messages - 2
+        sent.append(statements)
+        session = await counted.http.get(
+            f"/v1/sessions/{agent_session_id}", headers=counted.keys.write
+        )
+        counters = session.json()
+        assert (counters["live_message_count"], counters["archive_count"]) == (2, 1), counters
+        assert counters["keep_recent_count"] == 2, counters
+    few, many = sent
+    assert len(few) == len(many) == 4, "\n".join(many)
+    assert few[0].startswith("SELECT set_config('app.tenant_token'")
+    assert few[1].startswith("SELECT agent_sessions.")
+    assert few[1].endswith("FOR UPDATE")
+    assert few[2].startswith("SELECT messages.seq")
+    [write] = matching(few, "INSERT INTO archives")
+    assert write.startswith("WITH counters AS (UPDATE agent_sessions")
+    assert "INSERT INTO claimable_archives" in write
+    assert "messages.turn" in write
+    assert " RETURNING archives." in write
