@@ -99,12 +99,14 @@ class RestoreService:
             key_id=self.principal.api_key_id,
             generator=RESTORE_GENERATOR,
         )
-        await self.agent_sessions.record_commit(
-            agent_session,
-            keep=agent_session.keep_recent_count,
-            end_seq=archived,
-            archived_tokens=0,
-            pending_tokens=agent_session.pending_tokens,
+        await self.agent_sessions.record_counters(
+            self.agent_sessions.commit_counters(
+                agent_session,
+                keep=agent_session.keep_recent_count,
+                end_seq=archived,
+                archived_tokens=0,
+                pending_tokens=agent_session.pending_tokens,
+            )
         )
         current_now = await self.archives.working_memory(agent_session_id, with_decisions=True)
         if current_now is None or current_now.archive_seq != new_seq:

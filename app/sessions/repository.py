@@ -321,27 +321,6 @@ class AgentSessionRepository:
         )
         return True
 
-    async def save_commit(
-        self,
-        agent_session_id: uuid.UUID,
-        *,
-        keep_recent_count: int,
-        pending_tokens: int,
-        archived_upto_seq: int | None = None,
-        archive_count: int | None = None,
-        archived_tokens: int | None = None,
-    ) -> None:
-        await self.db.execute(
-            self.commit_change(
-                agent_session_id,
-                keep_recent_count=keep_recent_count,
-                pending_tokens=pending_tokens,
-                archived_upto_seq=archived_upto_seq,
-                archive_count=archive_count,
-                archived_tokens=archived_tokens,
-            )
-        )
-
     def commit_change(
         self,
         agent_session_id: uuid.UUID,
@@ -352,8 +331,9 @@ class AgentSessionRepository:
         archive_count: int | None = None,
         archived_tokens: int | None = None,
     ) -> Update:
-        """``save_commit``'s update, unsent: a commit sends it as a ``WITH`` of its archive's
-        insert (one round trip)."""
+        """The counters' update after a commit (skipped, made or imported), unsent: the service
+        runs it alone, or a commit sends it as a ``WITH`` of its archive's insert (one round
+        trip)."""
         values: dict[str, Any] = {
             "keep_recent_count": keep_recent_count,
             "pending_tokens": pending_tokens,

@@ -311,28 +311,18 @@ class AgentSessionService:
     ) -> None:
         """A skipped commit still remembers ``keep`` and sets the counter (DESIGN 6.1): to 0,
         or to what lies outside the keep window when a tool group made the split impossible."""
-        await self.agent_sessions.save_commit(
-            agent_session.agent_session_id, keep_recent_count=keep, pending_tokens=pending_tokens
-        )
-
-    async def record_commit(
-        self,
-        agent_session: AgentSession,
-        *,
-        keep: int,
-        end_seq: int,
-        archived_tokens: int,
-        pending_tokens: int,
-    ) -> None:
-        await self.db.execute(
-            self.commit_counters(
-                agent_session,
-                keep=keep,
-                end_seq=end_seq,
-                archived_tokens=archived_tokens,
+        await self.record_counters(
+            self.agent_sessions.commit_change(
+                agent_session.agent_session_id,
+                keep_recent_count=keep,
                 pending_tokens=pending_tokens,
             )
         )
+
+    async def record_counters(self, change: Update) -> None:
+        """Run a counters' update built by ``commit_counters`` (or the repository's
+        ``commit_change``) on its own."""
+        await self.db.execute(change)
 
     def commit_counters(
         self,
@@ -343,8 +333,8 @@ class AgentSessionService:
         archived_tokens: int,
         pending_tokens: int,
     ) -> Update:
-        """``record_commit``'s update, unsent: a commit sends it with its archive's insert (one
-        statement)."""
+        """The counters after a commit made ``end_seq`` the archived end, unsent: a commit sends
+        it with its archive's insert (one statement), a restore with ``record_counters``."""
         return self.agent_sessions.commit_change(
             agent_session.agent_session_id,
             keep_recent_count=keep,
@@ -365,13 +355,15 @@ class AgentSessionService:
     ) -> None:
         """The counters of an agent session whose archives came from another store, as if its
         commits had run here (the archive rows are ``ArchiveService.store_imported``'s)."""
-        await self.agent_sessions.save_commit(
-            agent_session_id,
-            keep_recent_count=keep,
-            pending_tokens=0,
-            archived_upto_seq=archived_upto_seq,
-            archive_count=archive_count,
-            archived_tokens=archived_tokens,
+        await self.record_counters(
+            self.agent_sessions.commit_change(
+                agent_session_id,
+                keep_recent_count=keep,
+                pending_tokens=0,
+                archived_upto_seq=archived_upto_seq,
+                archive_count=archive_count,
+                archived_tokens=archived_tokens,
+            )
         )
 
     async def read_messages(
