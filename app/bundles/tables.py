@@ -68,6 +68,10 @@ EXCLUDED: dict[str, str] = {
     "api_keys": "credentials do not move: the target's admin issues keys for the target",
     "api_key_prefixes": "the lookup of those credentials",
     "claimable_archives": "the source's archive work queue, derived from its archives",
+    "prepared_generations": (
+        "generations the source ran ahead of commits, derived from its messages: the target's "
+        "worker prepares them again"
+    ),
     "claimable_webhook_deliveries": "the source's webhook delivery queue, of its delivery log",
     "auditor_logins": "database roles of the source deployment",
     "receipt_keys": "the source's signing key pair; its private key never leaves the database",

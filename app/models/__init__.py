@@ -5,6 +5,7 @@ from app.models.archives import (
     ArchiveAction,
     ArchiveStatus,
     ClaimableArchive,
+    PreparedGeneration,
     WmSectionVersion,
 )
 from app.models.audit import AuditorLogin
@@ -51,6 +52,7 @@ __all__ = [
     "ModelCall",
     "Pin",
     "PinEvent",
+    "PreparedGeneration",
     "ReceiptKey",
     "RetentionPolicy",
     "Tenant",

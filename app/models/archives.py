@@ -204,3 +204,29 @@ class ClaimableArchive(Base):
     tenant_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True)
     agent_session_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True)
     available_at: Mapped[datetime] = mapped_column(server_default=text("now()"))
+
+
+class PreparedGeneration(Base):
+    """An idle agent session's generation, run ahead of its commit: the state the generator
+    reached over the closed batches of ``first_seq`` … ``end_seq``, from the working memory of
+    the done archive ``prior_archive_seq`` (0: none). At most one per agent session; a cache
+    derived from its messages (``app.archives.prepared_repository``)."""
+
+    __tablename__ = "prepared_generations"
+    __table_args__ = (
+        ForeignKeyConstraint(
+            ["tenant_id", "agent_session_id"],
+            ["agent_sessions.tenant_id", "agent_sessions.agent_session_id"],
+            ondelete="CASCADE",
+        ),
+    )
+
+    tenant_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True)
+    agent_session_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True)
+    prior_archive_seq: Mapped[int] = mapped_column(Integer)
+    first_seq: Mapped[int] = mapped_column(BigInteger)
+    end_seq: Mapped[int] = mapped_column(BigInteger)
+    budget: Mapped[int] = mapped_column(Integer)
+    fingerprint: Mapped[str] = mapped_column(Text)
+    state: Mapped[dict[str, Any]]
+    created_at: Mapped[CreatedAt]

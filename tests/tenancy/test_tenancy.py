@@ -252,6 +252,7 @@ async def test_rls_is_forced_on_every_tenant_table(admin_database: Database) -> 
             "model_calls",
             "pin_events",
             "pins",
+            "prepared_generations",
             "receipt_keys",
             "retention_policies",
             "user_erasures",
