@@ -277,6 +277,7 @@ def result_of(
             provenance.prior.get(task, ()),
             provenance.evidence,
             reuse=provenance.reuse,
+            upto=provenance.allowed.last,
         )
         ordered[task], sources[task] = checked.body, checked.sources
         index = SECTIONS.index(task)

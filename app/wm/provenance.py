@@ -310,10 +310,12 @@ def _verdict(
     return None if supported(text, said) else Reason.UNSOURCED_CONSTRAINT
 
 
-def _found(key: str, entry: ItemSource, pool: set[int], shared: Reuse) -> Seqs:
-    """The constraint evidence for an item: its seqs among ``pool``, and the messages it
-    quotes word for word."""
+def _found(key: str, entry: ItemSource, pool: set[int], shared: Reuse, upto: int | None) -> Seqs:
+    """The constraint evidence for an item: its seqs among ``pool``, and the messages up to
+    ``upto`` it quotes word for word."""
     quoted = shared.quoted(key) if len(key.split()) >= _QUOTE_MIN_WORDS else ()
+    if upto is not None:
+        quoted = tuple(seq for seq in quoted if seq <= upto)
     return normalised_seqs([*(seq for seq in entry.seqs if seq in pool), *quoted])
 
 
@@ -325,6 +327,7 @@ def mark_unsourced(
     evidence: Mapping[int, str],
     *,
     reuse: Reuse | None = None,
+    upto: int | None = None,
 ) -> Unsourced:
     """Mark every new Task & Goals item that is not the user's to keep (a constraint or goal of
     the prior, or restored as ``[kept constraint]``, is never marked):
@@ -366,7 +369,7 @@ def mark_unsourced(
         found: Seqs = ()
         if key in protected:
             reason = None
-            found = _found(key, entry, pool, shared)
+            found = _found(key, entry, pool, shared, upto)
         elif (key in carried and not constraint) or markers_of(item) & _SETTLED:
             continue
         elif not entry.instructs:
@@ -374,7 +377,7 @@ def mark_unsourced(
         elif not constraint:
             continue
         else:
-            found = _found(key, entry, pool, shared)
+            found = _found(key, entry, pool, shared, upto)
             reason = _verdict(strip_markers(item), established, found, evidence, prior)
         if reason is None:
             kept[index] = replace(

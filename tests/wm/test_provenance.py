@@ -201,6 +201,47 @@ def test_mark_unsourced(
     assert kept == evidence
 
 
+# The quoting message is seq 4: a batch ending before it has not read it yet.
+@pytest.mark.parametrize(
+    ("upto", "marked", "evidence"),
+    [
+        (3, "[unsourced] Never push to main on a Friday.", [()]),
+        (4, "", [(4,)]),
+        (5, "", [(4,)]),
+        (None, "", [(4,)]),
+    ],
+)
+def test_a_quote_counts_from_the_batch_that_covers_the_message_quoted(
+    upto: int | None, marked: str, evidence: list[tuple[int, ...]]
+) -> None:
+    body = "- Never push to main on a Friday."
+    messages = {4: "i said: never push to main on a friday"}
+    result = mark_unsourced(body, attribute(body, {}, ()), "", (), messages, upto=upto)
+    found = [item for items in result.marked.values() for item in items]
+    assert found == ([marked] if marked else [])
+    assert [entry.evidence for entry in result.sources] == evidence
+
+
+def test_a_batch_is_judged_on_the_messages_up_to_its_last() -> None:
+    """Through the merge: the batch's reference range bounds what a constraint may quote."""
+    ops = {
+        "sections": {"Task & Goals": {"op": "APPEND", "items": ["Never push to main on a Friday."]}}
+    }
+    evidence = {4: "i said: never push to main on a friday"}
+    checked = [
+        merge(
+            dict.fromkeys(SECTIONS, ""),
+            ops,
+            provenance=Provenance(SeqRange(1, last), cited={}, evidence=evidence),
+        ).sections[Section.TASK_AND_GOALS]
+        for last in (3, 4)
+    ]
+    assert checked == [
+        "- [unsourced] Never push to main on a Friday.",
+        "- Never push to main on a Friday.",
+    ]
+
+
 def test_a_constraint_of_the_prior_is_carried_even_without_evidence() -> None:
     # Imported or older constraints have no sources: guard C keeps them, so does this rule.
     body, marked, _ = _checked(
