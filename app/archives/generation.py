@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
+from app.archives.plan import Plan, Progress, Resume, consecutive_runs, offline_batches
 from app.archives.working_memory import WorkingMemory
 from app.llm.ports import ChatModel, ModelError, Usage
 from app.wm.authority import roles_and_evidence
@@ -32,7 +33,7 @@ from app.wm.schema import CREATE_TOOL, UPDATE_TOOL
 from app.wm.sections import Section, empty_sections, parse, render
 from app.wm.source import Shadow, refused_items
 from app.wm.thresholds import DEFAULT_CONFIG, GuardConfig, size_warnings
-from app.wm.tokens import count_tokens, message_text
+from app.wm.tokens import count_tokens
 
 logger = logging.getLogger(__name__)
 
@@ -80,41 +81,6 @@ def legacy_sections(legacy_text: str) -> dict[Section, str]:
     return sections
 
 
-def offline_batches(
-    messages: Sequence[Mapping[str, object]], budget: int
-) -> list[list[Mapping[str, object]]]:
-    """Batches of about ``budget`` tokens for the offline extractor, each ending between tool
-    groups (a call stays with its results), as a model's batches do.
-
-    The extractor has no input limit: batches only keep its per-step caps in proportion to the
-    input, so a message's size is its text's length over four (rendering and counting every
-    message of a large archive would cost more than extracting from it).
-    """
-    batches: list[list[Mapping[str, object]]] = []
-    current: list[Mapping[str, object]] = []
-    used = 0
-    for message in messages:
-        cost = len(message_text(message)) // 4 + 1
-        if current and message.get("role") != "tool" and used + cost > budget:
-            batches.append(current)
-            current, used = [], 0
-        current.append(message)
-        used += cost
-    batches.append(current)
-    return batches
-
-
-def consecutive_runs(numbers: Sequence[int]) -> list[tuple[int, int]]:
-    """The ``(start, end)`` index ranges of ``numbers`` that count up by one without a gap."""
-    runs: list[tuple[int, int]] = []
-    start = 0
-    for index in range(1, len(numbers) + 1):
-        if index == len(numbers) or numbers[index] != numbers[index - 1] + 1:
-            runs.append((start, index))
-            start = index
-    return runs
-
-
 @dataclass(frozen=True, slots=True)
 class Batch:
     """One model call's messages, the seq of the first, and the pins shown beside them."""
@@ -138,23 +104,21 @@ class WorkingMemoryGenerator:
         self.max_input_tokens = max_input_tokens
         self.config = config
 
-    async def generate(
+    def plan(
         self,
         prior: WorkingMemory,
         messages: Sequence[Mapping[str, object]],
         *,
         seqs: Sequence[int] | None = None,
-        pins: Sequence[str] = (),
         pinned_seqs: frozenset[int] = frozenset(),
-    ) -> Generated:
-        """Merge the archive's messages into the prior, batch by batch (each batch's WM is the
-        next batch's prior), so the input of one call stays within ``max_input_tokens``.
+    ) -> Plan:
+        """The archive's messages cut into batches within the input budget the prior leaves.
 
         ``seqs`` numbers the messages (default 1, 2, …): every item gets the seqs it came from,
         and a reference may name any message up to the batch's last. A batch never spans a gap
         in the numbering (a retracted message), so each batch is numbered consecutively.
-        ``pins`` are the agent session's pinned facts, given to the model as facts not to
-        contradict; ``pinned_seqs`` the messages they name, whose items get the ``pin`` authority.
+        ``pinned_seqs`` are the messages the agent session's pins name, whose items get the
+        ``pin`` authority.
         """
         numbers = list(range(1, len(messages) + 1)) if seqs is None else list(seqs)
         if len(numbers) != len(messages):
@@ -177,34 +141,29 @@ class WorkingMemoryGenerator:
             for batch in cut:
                 batches.append((batch, first_seq))
                 first_seq += len(batch)
-        if not batches:
-            batches = [([], 1)]
-        usage = Usage()
-        steps: list[Generated] = []
-        current = prior
-        # The archive's messages are the same for every batch: what one batch found of them
-        # (roles of seqs, quoted constraints) the next looks up.
-        reuse = Reuse(evidence, roles)
-        for part, first_seq in batches:
-            step = await self._step(
-                current,
-                Batch(part, first_seq, tuple(pins)),
-                Provenance(
-                    SeqRange(1, first_seq + len(part) - 1),
-                    prior=current.sources,
-                    evidence=evidence,
-                    roles=roles,
-                    reuse=reuse,
-                ),
-            )
-            usage = usage + step.usage
-            steps.append(step)
-            current = replace(
-                current,
-                sections=step.result.sections,
-                sources=step.result.sources,
-                legacy_text=None,
-            )
+        return Plan(budget, tuple(batches) or (([], 1),), evidence, roles)
+
+    async def generate(
+        self,
+        prior: WorkingMemory,
+        messages: Sequence[Mapping[str, object]],
+        *,
+        seqs: Sequence[int] | None = None,
+        pins: Sequence[str] = (),
+        pinned_seqs: frozenset[int] = frozenset(),
+        resume: Resume | None = None,
+    ) -> Generated:
+        """Merge the archive's messages into the prior, batch by batch (each batch's WM is the
+        next batch's prior), so the input of one call stays within ``max_input_tokens``
+        (``plan`` says how they are cut). ``pins`` are the agent session's pinned facts, given
+        to the model as facts not to contradict.
+
+        ``resume`` (offline only) is asked, with the plan, for the progress prepared ahead
+        through its first batches; those are not run again (``app.archives.prepared`` says when
+        a checkpoint may be resumed from: the result is the same)."""
+        plan = self.plan(prior, messages, seqs=seqs, pinned_seqs=pinned_seqs)
+        start = None if resume is None or self.chat is not None else resume(plan)
+        steps, usage, _ = await self._run(prior, plan, pins, start, len(plan.batches))
         last = steps[-1]
         generators = {step.generator for step in steps}
         notes = [step.note for step in steps if step.note]
@@ -216,8 +175,61 @@ class WorkingMemoryGenerator:
             prompt_version=next((s.prompt_version for s in steps if s.prompt_version), None),
             usage=usage,
             upgraded_from_legacy=prior.legacy_text is not None,
-            batches=len(batches),
+            batches=len(plan.batches),
         )
+
+    async def advance(
+        self, prior: WorkingMemory, plan: Plan, start: Progress | None, upto: int
+    ) -> Progress:
+        """The working memory after the plan's first ``upto`` batches (offline, from ``start``
+        when given): what a later generation of a longer archive resumes from."""
+        if self.chat is not None:
+            raise ValueError("only the offline generation is prepared ahead")
+        if start is not None and start.batches >= upto:
+            return start
+        _, _, progress = await self._run(prior, plan, (), start, upto)
+        return progress
+
+    async def _run(
+        self,
+        prior: WorkingMemory,
+        plan: Plan,
+        pins: Sequence[str],
+        start: Progress | None,
+        upto: int,
+    ) -> tuple[list[Generated], Usage, Progress]:
+        usage = Usage()
+        steps: list[Generated] = []
+        current = prior
+        if start is not None:
+            current = replace(
+                prior, sections=start.sections, sources=start.sources, legacy_text=None
+            )
+        # The archive's messages are the same for every batch: what one batch found of them
+        # (roles of seqs, quoted constraints) the next looks up.
+        reuse = Reuse(plan.evidence, plan.roles)
+        done = 0 if start is None else start.batches
+        for part, first_seq in plan.batches[done:upto]:
+            step = await self._step(
+                current,
+                Batch(part, first_seq, tuple(pins)),
+                Provenance(
+                    SeqRange(1, first_seq + len(part) - 1),
+                    prior=current.sources,
+                    evidence=plan.evidence,
+                    roles=plan.roles,
+                    reuse=reuse,
+                ),
+            )
+            usage = usage + step.usage
+            steps.append(step)
+            current = replace(
+                current,
+                sections=step.result.sections,
+                sources=step.result.sources,
+                legacy_text=None,
+            )
+        return steps, usage, Progress(upto, current.sections, current.sources)
 
     async def _step(self, prior: WorkingMemory, batch: Batch, provenance: Provenance) -> Generated:
         if self.chat is None:

@@ -108,10 +108,19 @@ class MemoryExtractor:
         """Rules and the hashing embedder: what runs without any configuration."""
         return cls(HashingEmbedder(dim))
 
-    async def prepare(self, messages: Sequence[ArchivedMessage]) -> Prepared:
+    async def prepare(
+        self, messages: Sequence[ArchivedMessage], *, after: rules.RuleScan | None = None
+    ) -> Prepared:
+        """The archive's memories, extracted and embedded. With ``after`` (the rules only), the
+        archive's first messages were read ahead into that scan and ``messages`` are the rest."""
+        if after is not None and not self.reads_ahead:
+            raise ValueError("only the rules extractor reads messages ahead")
         usage = Usage()
         try:
-            extraction, usage = await self._extract(messages)
+            if after is not None:
+                extraction = after.read(messages, self.rule_config).extraction()
+            else:
+                extraction, usage = await self._extract(messages)
         except (ModelError, tool.UnusableArguments) as error:
             if self.fallback == "none":
                 return _failed(
@@ -151,6 +160,11 @@ class MemoryExtractor:
             usage=usage,
             duplicate_similarity=self.duplicate_similarity,
         )
+
+    @property
+    def reads_ahead(self) -> bool:
+        """Whether the messages of an archive may be read ahead of it (``rules.RuleScan``)."""
+        return self.mode == "rules" or self.chat is None
 
     async def _extract(self, messages: Sequence[ArchivedMessage]) -> tuple[Extraction, Usage]:
         if self.mode == "rules" or self.chat is None:

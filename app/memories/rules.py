@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from typing import Final
 
@@ -28,34 +28,10 @@ from app.wm.messages import read_messages
 EXTRACTOR: Final = "rules"
 
 _KEY_NOISE: Final = frozenset(
-    {
-        "all",
-        "some",
-        "any",
-        "every",
-        "lot",
-        "lots",
-        "much",
-        "many",
-        "kind",
-        "sort",
-        "thing",
-        "things",
-        "stuff",
-        "one",
-        "ones",
-        "new",
-        "own",
-        "not",
-        "no",
-        "never",
-        "don't",
-        "anymore",
-        "again",
-        "now",
-        "still",
-    }
-)
+    {"all", "some", "any", "every", "lot", "lots", "much", "many", "kind", "sort", "thing",
+     "things", "stuff", "one", "ones", "new", "own", "not", "no", "never", "don't", "anymore",
+     "again", "now", "still"}
+)  # fmt: skip
 _KEY_WORDS: Final = 3
 
 
@@ -418,24 +394,46 @@ def extract_memories(
     Only user messages speak about the user; an assistant message contributes a lesson when it
     states a fix after an error was seen (in a tool result or an earlier message of the batch).
     """
-    seqs = [seq for seq, _ in messages]
-    candidates: list[Candidate] = []
-    skipped: Counter[str] = Counter()
-    error_seen = False
-    previous_role = ""
-    for view in read_messages([message for _, message in messages]):
-        seq = seqs[view.position]
-        if view.role == "user" and view.text.strip():
-            found, reason = _from_user(
-                view.text, seq, after_agent=previous_role == "assistant", config=config
-            )
-            candidates += found
-            if reason is not None:
-                skipped[reason.value] += 1
-        if not error_seen and view.role in ("assistant", "tool"):
-            error_seen = p.ERROR_SEEN.search(view.text) is not None
-        if view.role == "assistant" and error_seen:
-            candidates += _agent_lessons(view.text, seq, config)
-        if view.role != "system":
-            previous_role = view.role
-    return Extraction(tuple(candidates), dict(skipped), EXTRACTOR)
+    return RuleScan().read(messages, config).extraction()
+
+
+@dataclass(frozen=True, slots=True)
+class RuleScan:
+    """Where ``extract_memories`` stands after some of an archive's messages: what it found
+    so far, and the two things a later message's reading depends on (whether an error was seen,
+    who spoke last). Reading the rest from here finds what reading them all at once finds."""
+
+    candidates: tuple[Candidate, ...] = ()
+    skipped: Mapping[str, int] = field(default_factory=dict)
+    error_seen: bool = False
+    previous_role: str = ""
+
+    def read(
+        self,
+        messages: Sequence[tuple[int, Mapping[str, object]]],
+        config: RuleConfig = DEFAULT_RULE_CONFIG,
+    ) -> RuleScan:
+        """The scan after ``messages`` too."""
+        seqs = [seq for seq, _ in messages]
+        candidates = list(self.candidates)
+        skipped = Counter(self.skipped)
+        error_seen, previous_role = self.error_seen, self.previous_role
+        for view in read_messages([message for _, message in messages]):
+            seq = seqs[view.position]
+            if view.role == "user" and view.text.strip():
+                found, reason = _from_user(
+                    view.text, seq, after_agent=previous_role == "assistant", config=config
+                )
+                candidates += found
+                if reason is not None:
+                    skipped[reason.value] += 1
+            if not error_seen and view.role in ("assistant", "tool"):
+                error_seen = p.ERROR_SEEN.search(view.text) is not None
+            if view.role == "assistant" and error_seen:
+                candidates += _agent_lessons(view.text, seq, config)
+            if view.role != "system":
+                previous_role = view.role
+        return RuleScan(tuple(candidates), dict(skipped), error_seen, previous_role)
+
+    def extraction(self) -> Extraction:
+        return Extraction(self.candidates, dict(self.skipped), EXTRACTOR)

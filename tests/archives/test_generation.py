@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from app.archives.generation import WorkingMemoryGenerator, consecutive_runs, legacy_sections
+from app.archives.generation import WorkingMemoryGenerator, legacy_sections
+from app.archives.plan import consecutive_runs
 from app.archives.working_memory import WorkingMemory
 from app.llm.fakes import ScriptedChatModel, tool_call
 from app.wm.sections import Section, empty_sections

@@ -13,6 +13,7 @@ from sqlalchemy import text
 
 from app.archives import queue
 from app.archives.generation import Generated
+from app.archives.plan import Resume
 from app.archives.worker import ArchiveWorker, WorkerConfig
 from app.archives.working_memory import WorkingMemory
 from app.db import Database
@@ -56,6 +57,7 @@ class OutlivingItsLease(RecordingGenerator):
         seqs: Sequence[int] | None = None,
         pins: Sequence[str] = (),
         pinned_seqs: frozenset[int] = frozenset(),
+        resume: Resume | None = None,
     ) -> Generated:
         first = last = await self.lease_until()
         deadline = time.monotonic() + 60

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from app.archives.generation import offline_batches
+from app.archives.plan import offline_batches
 
 
 def text(chars: int, role: str = "user") -> dict[str, Any]:

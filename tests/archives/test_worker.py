@@ -17,6 +17,7 @@ from typing import Any
 from sqlalchemy import text
 
 from app.archives.generation import Generated, WorkingMemoryGenerator
+from app.archives.plan import Resume
 from app.archives.worker import ArchiveWorker, WorkerConfig
 from app.archives.working_memory import WorkingMemory
 from app.db import Database
@@ -290,6 +291,7 @@ async def test_lease_lost_writes_nothing(
             seqs: Sequence[int] | None = None,
             pins: Sequence[str] = (),
             pinned_seqs: frozenset[int] = frozenset(),
+            resume: Resume | None = None,
         ) -> Generated:
             generated = await super().generate(
                 prior, messages, seqs=seqs, pins=pins, pinned_seqs=pinned_seqs
@@ -349,6 +351,7 @@ async def test_a_failed_archive_larger_than_the_input_budget_is_covered_whole(
             seqs: Sequence[int] | None = None,
             pins: Sequence[str] = (),
             pinned_seqs: frozenset[int] = frozenset(),
+            resume: Resume | None = None,
         ) -> Generated:
             if not self.failed:
                 self.failed = True

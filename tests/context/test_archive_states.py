@@ -19,6 +19,7 @@ import pytest
 from sqlalchemy import insert, text
 
 from app.archives.generation import Generated, WorkingMemoryGenerator
+from app.archives.plan import Resume
 from app.archives.worker import ArchiveWorker, WorkerConfig
 from app.archives.working_memory import WorkingMemory
 from app.db import Database
@@ -198,6 +199,7 @@ class GatedGenerator(WorkingMemoryGenerator):
         seqs: Sequence[int] | None = None,
         pins: Sequence[str] = (),
         pinned_seqs: frozenset[int] = frozenset(),
+        resume: Resume | None = None,
     ) -> Generated:
         self.entered.set()
         await self.gate.wait()

@@ -14,6 +14,7 @@ import httpx
 from sqlalchemy import text
 
 from app.archives.generation import Generated, WorkingMemoryGenerator
+from app.archives.plan import Resume
 from app.archives.working_memory import WorkingMemory
 from app.db import Database
 from app.wm.merge import merge
@@ -38,6 +39,7 @@ class RecordingGenerator(WorkingMemoryGenerator):
         seqs: Sequence[int] | None = None,
         pins: Sequence[str] = (),
         pinned_seqs: frozenset[int] = frozenset(),
+        resume: Resume | None = None,
     ) -> Generated:
         contents = tuple(str(m.get("content")) for m in messages)
         self.seen.append(contents)
