@@ -101,6 +101,14 @@ class Settings(BaseSettings):
     guard_warning_tokens: int = Field(default=1500, ge=1)
 
     worker_enabled: bool = Field(default=True, description="run the in-process worker in serve")
+    prepare_idle_s: float = Field(
+        default=2.0,
+        ge=0,
+        description=(
+            "seconds an agent session stays idle before the in-process worker prepares its next "
+            "archive ahead (offline generation only); 0 turns preparing off"
+        ),
+    )
     worker_lease_s: float = Field(
         default=30.0,
         ge=3,

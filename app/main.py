@@ -69,6 +69,7 @@ from app.wiring import (
     build_embedder,
     build_generator,
     build_memory_extractor,
+    build_preparer,
     build_worker,
     check_embedder,
     close_embedder,
@@ -119,15 +120,6 @@ def create_app(
             else None
         )
         SETTINGS.put(app, settings)
-        APPEND_FLOW.put(
-            app,
-            AppendFlow(
-                db_,
-                Limits.from_settings(settings),
-                TenantLimits(LimitConfig.from_settings(settings)),
-                group_commit,
-            ),
-        )
         AUTHENTICATOR.put(app, Authenticator(db_, settings))
         # Every model and embedding call becomes a usage row, written in the background.
         usage = UsageRecorder(db_)
@@ -143,7 +135,19 @@ def create_app(
         memories = build_memory_extractor(settings, chosen, embedder)
         worker = build_worker(settings, db_, chosen, memories)
         WORKER.put(app, worker)
+        preparer = build_preparer(settings, db_, chosen, memories)
+        APPEND_FLOW.put(
+            app,
+            AppendFlow(
+                db_,
+                Limits.from_settings(settings),
+                TenantLimits(LimitConfig.from_settings(settings)),
+                group_commit,
+                None if preparer is None else preparer.moved,
+            ),
+        )
         stop = asyncio.Event()
+        preparing = None if preparer is None else asyncio.create_task(preparer.run(stop))
         recording = asyncio.create_task(usage.run(stop))
         task = asyncio.create_task(worker.run_alone(stop)) if settings.worker_enabled else None
         # Webhooks are delivered where the archive worker runs (serve without it leaves them
@@ -158,6 +162,8 @@ def create_app(
             stop.set()
             if task is not None:
                 await task
+            if preparing is not None:
+                await preparing
             if deliverer is not None and delivering is not None:
                 await delivering
                 await deliverer.close()

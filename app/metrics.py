@@ -31,6 +31,16 @@ ARCHIVE_QUEUE_AGE = Gauge(
 ARCHIVES_FINISHED = Counter(
     "workmem_archives_finished_total", "Archives finished by this process, by status", ["status"]
 )
+PREPARED = Counter(
+    "workmem_archives_prepared_total",
+    "Idle agent sessions whose next archive this process prepared ahead, by outcome",
+    ["outcome"],
+)
+RESUMED = Counter(
+    "workmem_archives_resumed_total",
+    "Archive jobs by whether they resumed from a prepared checkpoint",
+    ["resumed"],
+)
 ARCHIVE_RETRIES = Counter(
     "workmem_archive_retries_total", "Archives put back to pending after a transient failure"
 )

@@ -10,6 +10,7 @@ import time
 from urllib.parse import urlsplit
 
 from app.archives.generation import WorkingMemoryGenerator
+from app.archives.preparing import Preparer
 from app.archives.worker import ArchiveWorker, WorkerConfig
 from app.config import Settings
 from app.db import Database
@@ -98,6 +99,19 @@ def build_worker(
         ),
         memories=memories,
     )
+
+
+def build_preparer(
+    settings: Settings,
+    database: Database,
+    generator: WorkingMemoryGenerator,
+    memories: MemoryExtractor | None,
+) -> Preparer | None:
+    """What prepares the next archive of the agent sessions this process receives appends for
+    (any worker resumes from it); None with a model making the working memory, or when off."""
+    if generator.chat is not None or settings.prepare_idle_s <= 0:
+        return None
+    return Preparer(database, generator, memories, idle_s=settings.prepare_idle_s)
 
 
 # --- long-term memory: the embedder and the memory extractor ----------------------------------

@@ -143,8 +143,12 @@ async def admin_database(database_urls: DatabaseUrls) -> AsyncIterator[Database]
 
 @pytest.fixture(scope="session")
 def settings(database_url: str) -> Settings:
+    # No background work in process: tests that want the worker or preparing turn them on.
     return Settings(
-        database_url=database_url, admin_token=SecretStr(ADMIN_TOKEN), worker_enabled=False
+        database_url=database_url,
+        admin_token=SecretStr(ADMIN_TOKEN),
+        worker_enabled=False,
+        prepare_idle_s=0,
     )
 
 

@@ -37,7 +37,9 @@ async def write_through_the_app(url: str) -> tuple[str, str]:
         async with database.unscoped() as db:
             tenant = await tenancy.create_tenant(db, "before-the-upgrade")
             _, key = await tenancy.issue_key(db, tenant.tenant_id, role=Role.WRITER)
-        app = create_app(Settings(database_url=url, worker_enabled=False), database=database)
+        app = create_app(
+            Settings(database_url=url, worker_enabled=False, prepare_idle_s=0), database=database
+        )
         headers = {"Authorization": f"Bearer {key}"}
         async with (
             LifespanManager(app) as manager,

@@ -14,7 +14,9 @@ from tests.support.servers import closed_port
 async def test_requests_answer_503_while_the_database_is_down() -> None:
     url = f"postgresql+psycopg://nobody:secret@127.0.0.1:{closed_port()}/workmem"
     database = Database.from_url(url, pool_size=1)
-    app = create_app(Settings(database_url=url, worker_enabled=False), database=database)
+    app = create_app(
+        Settings(database_url=url, worker_enabled=False, prepare_idle_s=0), database=database
+    )
     async with (
         LifespanManager(app) as manager,
         httpx.AsyncClient(

@@ -23,6 +23,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.archives.generation import Generated
 from app.archives.job_repository import JobRepository
+from app.archives.plan import Progress
+from app.archives.prepared import Checkpoint, checkpoint_from
+from app.archives.prepared_repository import PreparedRepository
 from app.archives.queue import Claim
 from app.archives.records import ArchivedMessage, SectionVersionRow
 from app.archives.repository import ArchiveRepository
@@ -35,6 +38,7 @@ from app.memories.policies import effective
 from app.memories.policy import EVERYTHING, EffectivePolicy
 from app.memories.policy_store import PolicyStore
 from app.memories.records import Failure, FailureStage, MemoryReport, Source
+from app.memories.rules import RuleScan
 from app.models import Archive, ArchiveStatus
 from app.pins.records import Pin
 from app.pins.service import pins_in_force
@@ -71,6 +75,29 @@ class Work:
     extract_from_seq: int = 0
     """The first message long-term memories are extracted from (earlier ones were, by a done
     archive without a working memory)."""
+    checkpoint: Checkpoint | None = None
+    """How far the archive was prepared ahead while its agent session was idle (``prepared``)."""
+
+    @property
+    def pinned_seqs(self) -> frozenset[int]:
+        return frozenset(pin.message_seq for pin in self.pins if pin.message_seq is not None)
+
+    def memory_input(
+        self, resumed: Progress | None
+    ) -> tuple[RuleScan | None, list[tuple[int, dict[str, Any]]]]:
+        """The scan the memory rules go on from and the messages left to them: the checkpoint's
+        scan and the messages after it when the generation resumed from that checkpoint and
+        the memories start where it does; else no scan and every message (``numbered``)."""
+        checkpoint = self.checkpoint
+        if (
+            resumed is None
+            or checkpoint is None
+            or checkpoint.scan is None
+            or self.extract_from_seq != checkpoint.first_seq
+        ):
+            return None, self.numbered
+        rest = [(seq, message) for seq, message in self.numbered if seq > checkpoint.end_seq]
+        return checkpoint.scan, rest
 
     @property
     def openai_messages(self) -> list[dict[str, Any]]:
@@ -182,6 +209,9 @@ class ArchiveJobService:
             pins=tuple(await pins_in_force(self.db, self.scope, agent_session_id)),
             policy=effective(found),
             extract_from_seq=extract_from,
+            checkpoint=checkpoint_from(
+                await PreparedRepository(self.db, self.scope).get(agent_session_id)
+            ),
         )
 
     async def finish(
@@ -197,6 +227,8 @@ class ArchiveJobService:
         Without ``generated`` (the memory policy has the working memory off), the archive is
         done with no working memory: no section versions, no overview."""
         await self._hold(claim)
+        # What was prepared ahead of this archive is spent: the next one has another prior.
+        await PreparedRepository(self.db, self.scope).drop(claim.agent_session_id)
         if generated is None:
             await self._finish_without_working_memory(claim, work, memories)
             return

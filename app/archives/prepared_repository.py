@@ -14,7 +14,7 @@ from sqlalchemy import delete, func, select
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.models import PreparedGeneration
+from app.models import AgentSession, MessageRedaction, PreparedGeneration
 from app.tenancy.principal import Scope
 
 
@@ -94,4 +94,28 @@ class PreparedRepository:
                 PreparedGeneration.tenant_id == self.scope.tenant_id,
                 PreparedGeneration.agent_session_id == agent_session_id,
             )
+        )
+
+    async def redactions(self, agent_session_id: uuid.UUID) -> int:
+        """How many messages of the agent session were ever redacted."""
+        return int(
+            await self.db.scalar(
+                select(func.count()).where(
+                    MessageRedaction.tenant_id == self.scope.tenant_id,
+                    MessageRedaction.agent_session_id == agent_session_id,
+                )
+            )
+            or 0
+        )
+
+    async def hold(self, agent_session_id: uuid.UUID) -> None:
+        """Hold the agent session until the transaction ends against a redaction (which locks
+        it for update) without holding up appends (a key share lock)."""
+        await self.db.execute(
+            select(AgentSession.agent_session_id)
+            .where(
+                AgentSession.tenant_id == self.scope.tenant_id,
+                AgentSession.agent_session_id == agent_session_id,
+            )
+            .with_for_update(key_share=True)
         )

@@ -53,6 +53,37 @@ def is_valid_split(end_seq: int, rows: dict[int, SplitRow], last_seq: int) -> bo
     return not (current.role == "assistant" and current.has_tool_calls)
 
 
+async def split_point(
+    archives: ArchiveRepository,
+    agent_session_id: uuid.UUID,
+    last_seq: int,
+    archived: int,
+    end_seq: int,
+) -> tuple[int, dict[int, SplitRow]]:
+    """Where an archive asked to end at ``end_seq`` ends: moved earlier until the tail starts at
+    a tool-group boundary (at most ``archived``: nothing to archive), with the rows read.
+
+    Reads the tail and the few messages before it, newest first, in growing chunks: the cost
+    depends on the tail and on the size of the group at the split, never on history.
+    """
+    rows: dict[int, SplitRow] = {}
+    chunk = last_seq - end_seq + 64
+    lowest = last_seq + 1
+    while True:
+        if end_seq <= archived:
+            return end_seq, rows
+        if end_seq < lowest and lowest > archived + 1:
+            fetched = await archives.split_rows(
+                agent_session_id, after_seq=archived, upto_seq=lowest - 1, limit=chunk
+            )
+            rows.update((row.seq, row) for row in fetched)
+            lowest = min(rows) if rows else archived + 1
+            chunk *= 2
+        if is_valid_split(end_seq, rows, last_seq):
+            return end_seq, rows
+        end_seq -= 1
+
+
 @dataclass(frozen=True, slots=True)
 class ExpandedArchive:
     """An archive with a page of its raw messages, the decisions recorded with it, and the
@@ -102,7 +133,9 @@ class ArchiveService:
             reason: SkipReason = "no_messages" if live == 0 else "all_within_keep_window"
             return CommitOutcome(agent_session, None, reason, 0, live)
 
-        end_seq, rows = await self._split(agent_session_id, last_seq, archived, last_seq - keep)
+        end_seq, rows = await split_point(
+            self.archives, agent_session_id, last_seq, archived, last_seq - keep
+        )
         tail = [row for seq, row in rows.items() if seq > end_seq]
         # When a tool group made the tail longer than asked, its head is already outside the
         # keep window: it is pending at once, which keeps the O(1) counter exact (DESIGN 5).
@@ -265,31 +298,6 @@ class ArchiveService:
         if rows:
             await self.archives.insert_sections(rows)
         return archive
-
-    async def _split(
-        self, agent_session_id: uuid.UUID, last_seq: int, archived: int, end_seq: int
-    ) -> tuple[int, dict[int, SplitRow]]:
-        """Move ``end_seq`` earlier until the tail starts at a tool-group boundary.
-
-        Reads the tail and the few messages before it, newest first, in growing chunks: the cost
-        depends on the tail and on the size of the group at the split, never on history.
-        """
-        rows: dict[int, SplitRow] = {}
-        chunk = last_seq - end_seq + 64
-        lowest = last_seq + 1
-        while True:
-            if end_seq <= archived:
-                return end_seq, rows
-            if end_seq < lowest and lowest > archived + 1:
-                fetched = await self.archives.split_rows(
-                    agent_session_id, after_seq=archived, upto_seq=lowest - 1, limit=chunk
-                )
-                rows.update((row.seq, row) for row in fetched)
-                lowest = min(rows) if rows else archived + 1
-                chunk *= 2
-            if is_valid_split(end_seq, rows, last_seq):
-                return end_seq, rows
-            end_seq -= 1
 
     async def _require_agent_session(self, agent_session_id: uuid.UUID) -> None:
         """404 for an agent session the credential cannot see; read only when a query that

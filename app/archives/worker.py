@@ -27,6 +27,7 @@ from app import telemetry
 from app.archives import queue
 from app.archives.generation import WorkingMemoryGenerator
 from app.archives.jobs import ArchiveJobService, LeaseLost
+from app.archives.prepared import Resumption, config_key
 from app.archives.queue import Claim
 from app.db import Database
 from app.errors import Unavailable
@@ -39,6 +40,7 @@ from app.metrics import (
     ARCHIVES_FINISHED,
     GENERATORS,
     PHASE2_DURATION,
+    RESUMED,
     record_decisions,
 )
 from app.models import ArchiveStatus
@@ -206,20 +208,30 @@ class ArchiveWorker:
             stage = "generate"
             # The memory policy (read with the work) says which of the two the archive makes.
             generated = None
+            resumption = Resumption(
+                work.checkpoint,
+                prior=work.prior,
+                pinned_seqs=work.pinned_seqs,
+                config=config_key(self.generator, self.memories),
+            )
             if work.policy.working_memory:
                 generated = await self.generator.generate(
                     work.prior,
                     work.openai_messages,
                     seqs=work.seqs,
                     pins=[pin.line for pin in work.pins],
-                    pinned_seqs=frozenset(
-                        pin.message_seq for pin in work.pins if pin.message_seq is not None
-                    ),
+                    pinned_seqs=work.pinned_seqs,
+                    resume=resumption,
                 )
+                if self.generator.chat is None:
+                    RESUMED.labels("yes" if resumption.progress else "no").inc()
             # Never raises: a failure to extract or embed is reported, the WM goes on.
             prepared = None
             if self.memories is not None and work.policy.long_term_extraction:
-                prepared = await self.memories.prepare(work.numbered)
+                after, numbered = work.memory_input(
+                    resumption.progress if self.memories.reads_ahead else None
+                )
+                prepared = await self.memories.prepare(numbered, after=after)
             stage = "write"
             async with self.database.tenant(claim.tenant_id) as db:
                 await ArchiveJobService(db, claim.tenant_id).finish(

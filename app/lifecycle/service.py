@@ -21,6 +21,7 @@ import pydantic_core
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.archives.jobs import abstract_of
+from app.archives.prepared_repository import PreparedRepository
 from app.errors import Conflict, NotFound
 from app.lifecycle.repository import RedactionRepository, RedactionRow
 from app.sessions.service import AgentSessionService
@@ -96,6 +97,7 @@ def quoted_strings(original: Mapping[str, Any], redacted: Mapping[str, Any]) -> 
 
 class RedactionService:
     def __init__(self, db: AsyncSession, principal: Principal) -> None:
+        self.db = db
         self.principal = principal
         self.agent_sessions = AgentSessionService(db, principal)
         self.redactions = RedactionRepository(db, principal.scope)
@@ -129,6 +131,9 @@ class RedactionService:
         original = dict(message.message)
         replacement = redacted_message(original)
         await self.redactions.replace_message(agent_session_id, seq, replacement)
+        # What was prepared ahead from the message goes with it (a live message is its agent
+        # session's own: a fork holds copies of the live messages it was made with).
+        await PreparedRepository(self.db, self.principal.scope).drop(agent_session_id)
         row = await self.redactions.record(agent_session_id, seq, self.principal.api_key_id, reason)
         items, archives = await self._working_memory(agent_session_id, seq)
         memory_ids = await self.redactions.redact_memories(agent_session_id, seq)

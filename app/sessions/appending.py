@@ -60,6 +60,9 @@ class AppendFlow:
     limits: Limits
     rate: TenantLimits
     group_commit: GroupCommit | None = None
+    moved: Callable[[uuid.UUID, Sequence[uuid.UUID]], None] | None = None
+    """Told of every agent session messages were appended to (the worker prepares its next
+    archive once it is idle)."""
 
     async def prepare(
         self, principal: Principal, messages: Sequence[MessageCreate]
@@ -85,7 +88,9 @@ class AppendFlow:
     ) -> Settled:
         """Append to an agent session by id: its outcome, or (with a key) its stored answer."""
         prepared = await self.prepare(principal, messages)
-        return await self._store(principal.scope, agent_session_id, prepared, keyed)
+        settled = await self._store(principal.scope, agent_session_id, prepared, keyed)
+        self._tell(principal, agent_session_id)
+        return settled
 
     @telemetry.traced(
         "workmem.append",
@@ -117,11 +122,15 @@ class AppendFlow:
             else:
                 if not isinstance(settled, AppendOutcome):  # no key: always an outcome
                     raise TypeError(f"an append without a key ended with {type(settled)}")
+                self._tell(principal, found.agent_session_id)
                 return settled
         async with self.database.tenant(principal.tenant_id) as db:
             service = AgentSessionService(db, principal, self.limits)
             row = await service.get_or_create(external_id, keep_recent_count=keep_recent_count)
-            return await _store_within(db, principal.scope, row.agent_session_id, prepared)
+            created = row.agent_session_id
+            outcome = await _store_within(db, principal.scope, created, prepared)
+        self._tell(principal, created)
+        return outcome
 
     @telemetry.traced(
         "workmem.append", lambda self, principal, *_, **__: telemetry.ids(principal.tenant_id)
@@ -146,7 +155,14 @@ class AppendFlow:
             row = await service.get_or_create(external_id, keep_recent_count=keep_recent_count)
             messages = build(await service.tool_call_ids(row.agent_session_id))
             prepared = await self.prepare(principal, messages)
-            return await _store_within(db, principal.scope, row.agent_session_id, prepared)
+            named = row.agent_session_id
+            outcome = await _store_within(db, principal.scope, named, prepared)
+        self._tell(principal, named)
+        return outcome
+
+    def _tell(self, principal: Principal, agent_session_id: uuid.UUID) -> None:
+        if self.moved is not None:
+            self.moved(principal.tenant_id, (agent_session_id,))
 
     async def _store(
         self,
