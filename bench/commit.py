@@ -44,6 +44,8 @@ OPENVIKING_COMMIT_MS: Final[dict[str, dict[int, float]]] = {
 per kind of dialogue (not measured on coding dialogue at 100 live messages)."""
 DIALOGUES: Final = ("airline", "coding")
 TARGET_SHARE: Final = 0.1
+TURN: Final = 10
+"""The messages of the agent's last turn, appended after the server prepared the session."""
 
 ROUNDS = 15
 
@@ -105,14 +107,46 @@ def prepared(http: httpx.Client, source: Iterator[dict[str, Any]], live: int) ->
     created = http.post("/v1/sessions", json={})
     created.raise_for_status()
     agent_session_id: str = created.json()["id"]
-    batch = first_live(source, live)
-    for start in range(0, live, 500):
+    appended(http, agent_session_id, first_live(source, live))
+    return agent_session_id
+
+
+def appended(http: httpx.Client, agent_session_id: str, messages: list[dict[str, Any]]) -> None:
+    for start in range(0, len(messages), 500):
         response = http.post(
             f"/v1/sessions/{agent_session_id}/messages:batch",
-            json={"messages": batch[start : start + 500]},
+            json={"messages": messages[start : start + 500]},
         )
         response.raise_for_status()
+
+
+def prepared_ahead(http: httpx.Client, source: Iterator[dict[str, Any]], live: int) -> str:
+    """An agent session of ``live`` messages whose next archive the server prepared while it
+    was idle before its last turn (``TURN`` messages) was appended: as an agent works, pausing
+    for its model between appends, and commits right after a turn's last message."""
+    messages = first_live(source, live)
+    agent_session_id = prepared(http, iter(messages), live - TURN)
+    before = prepared_count(http)
+    deadline = time.monotonic() + 120
+    while prepared_count(http) <= before:
+        if time.monotonic() > deadline:
+            raise RuntimeError("the server never prepared the idle agent session")
+        time.sleep(0.05)
+    appended(http, agent_session_id, messages[live - TURN :])
     return agent_session_id
+
+
+def prepared_count(http: httpx.Client) -> float:
+    """How many preparations of an idle agent session with something to archive the server
+    finished (stored, or nothing to prepare in an archive of one batch): the other sessions of
+    the bench are committed, which leaves nothing to archive or an archive not yet done."""
+    outcomes = ('{outcome="stored"}', '{outcome="current"}', '{outcome="single_batch"}')
+    return sum(
+        float(line.rsplit(" ", 1)[1])
+        for line in http.get("/metrics").text.splitlines()
+        if line.startswith("workmem_archives_prepared_total")
+        and line.split(" ", 1)[0].endswith(outcomes)
+    )
 
 
 def timed_commit(http: httpx.Client, agent_session_id: str, *, wait: bool) -> float:
@@ -155,6 +189,7 @@ def wait_commit_latencies(rounds: int, name: str) -> dict[str, Any]:
             try:
                 label, source = dialogue(name)
                 waited: dict[int, list[float]] = {size: [] for size in WAIT_SIZES}
+                ahead: dict[int, list[float]] = {size: [] for size in WAIT_SIZES}
                 phase1: dict[int, list[float]] = {size: [] for size in WAIT_SIZES}
                 headers = {"Authorization": f"Bearer {key}"}
                 with httpx.Client(base_url=server.url, headers=headers, timeout=120) as http:
@@ -164,6 +199,9 @@ def wait_commit_latencies(rounds: int, name: str) -> dict[str, Any]:
                         for size in WAIT_SIZES:
                             waited[size].append(
                                 timed_commit(http, prepared(http, source, size), wait=True)
+                            )
+                            ahead[size].append(
+                                timed_commit(http, prepared_ahead(http, source, size), wait=True)
                             )
                             accepted = prepared(http, source, size)
                             phase1[size].append(timed_commit(http, accepted, wait=False))
@@ -187,6 +225,7 @@ def wait_commit_latencies(rounds: int, name: str) -> dict[str, Any]:
     }
     for size in WAIT_SIZES:
         wait_ms = statistics.median(waited[size])
+        ahead_ms = statistics.median(ahead[size])
         openviking = OPENVIKING_COMMIT_MS[name].get(size)
         result["sizes"][str(size)] = {
             "wait_commit_ms": round(wait_ms, 1),
@@ -195,6 +234,10 @@ def wait_commit_latencies(rounds: int, name: str) -> dict[str, Any]:
             "wait_to_raw_select": round(wait_ms / raw_ms, 1),
             "openviking_commit_ms": openviking,
             "share_of_openviking": None if openviking is None else round(wait_ms / openviking, 3),
+            "prepared_wait_commit_ms": round(ahead_ms, 1),
+            "prepared_share_of_openviking": (
+                None if openviking is None else round(ahead_ms / openviking, 3)
+            ),
         }
     result["target_share_of_openviking"] = f"<= {TARGET_SHARE}"
     return result

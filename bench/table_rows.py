@@ -98,8 +98,22 @@ def _wait_rows(name: str, run: dict[str, Any], size: str, figures: dict[str, Any
             "<= 0.1",
             share <= 0.1,
         )
+    ahead = figures["prepared_wait_commit_ms"]
+    ahead_share = figures["prepared_share_of_openviking"]
+    prepared = Row(
+        "commit",
+        f"  the same prepared while idle, then a turn appended, {size} live {name}, ms",
+        ahead,
+        ""
+        if ahead_share is None
+        else f"OpenViking 0.5.2 commit, ms = {figures['openviking_commit_ms']}",
+        ahead_share,
+        "" if ahead_share is None else "<= 0.1",
+        None if ahead_share is None else ahead_share <= 0.1,
+    )
     return [
         first,
+        prepared,
         Row("commit", f"  of which phase 1 (same run, wait: false), {size} live, ms",
             figures["phase1_commit_ms"], f"raw select+commit, ms = {run['raw_select_commit_ms']}",
             None, "", None),
