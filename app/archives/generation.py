@@ -14,10 +14,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from app.archives.plan import Plan, Progress, Resume, consecutive_runs, offline_batches
+from app.archives.plan import (
+    Known,
+    Plan,
+    Progress,
+    Resume,
+    consecutive_runs,
+    offline_batches,
+)
 from app.archives.working_memory import WorkingMemory
 from app.llm.ports import ChatModel, ModelError, Usage
-from app.wm.authority import roles_and_evidence
+from app.wm.authority import authority_of, roles_and_evidence
 from app.wm.extractor import extract
 from app.wm.merge import MergeResult, creation_ops, merge
 from app.wm.prompts import PROMPT_VERSION, batch_messages, create_prompt, update_prompt
@@ -111,6 +118,7 @@ class WorkingMemoryGenerator:
         *,
         seqs: Sequence[int] | None = None,
         pinned_seqs: frozenset[int] = frozenset(),
+        known: Known | None = None,
     ) -> Plan:
         """The archive's messages cut into batches within the input budget the prior leaves.
 
@@ -118,7 +126,9 @@ class WorkingMemoryGenerator:
         and a reference may name any message up to the batch's last. A batch never spans a gap
         in the numbering (a retracted message), so each batch is numbered consecutively.
         ``pinned_seqs`` are the messages the agent session's pins name, whose items get the
-        ``pin`` authority.
+        ``pin`` authority. ``known`` (offline only) is what a plan made ahead found of the first
+        batches: used when the budget and the first messages' seqs are still its own (messages
+        never change in place), so those messages are not read again; the plan is the same.
         """
         numbers = list(range(1, len(messages) + 1)) if seqs is None else list(seqs)
         if len(numbers) != len(messages):
@@ -128,8 +138,18 @@ class WorkingMemoryGenerator:
         batches: list[tuple[Sequence[Mapping[str, object]], int]] = []
         evidence: dict[int, str] = {}
         roles: dict[int, tuple[str, ...]] = {}
-        for start, end in consecutive_runs(numbers):
-            run, first_seq = messages[start:end], numbers[start]
+        done = 0
+        if known is not None and self.chat is None and known.budget == budget:
+            seen = known.seqs
+            if numbers[: len(seen)] == seen:
+                for first_seq, length in known.cut:
+                    batches.append((messages[done : done + length], first_seq))
+                    done += length
+                evidence.update(known.evidence)
+                for seq, found in zip(seen, known.roles, strict=True):
+                    roles[seq] = authority_of({*found, "pin"} if seq in pinned_seqs else found)
+        for start, end in consecutive_runs(numbers[done:]):
+            run, first_seq = messages[done + start : done + end], numbers[done + start]
             # One read of the run for both: who each message is, and the constraints quoted.
             run_roles, run_evidence = roles_and_evidence(run, first_seq, pinned_seqs)
             roles.update(run_roles)
@@ -161,7 +181,8 @@ class WorkingMemoryGenerator:
         ``resume`` (offline only) is asked, with the plan, for the progress prepared ahead
         through its first batches; those are not run again (``app.archives.prepared`` says when
         a checkpoint may be resumed from: the result is the same)."""
-        plan = self.plan(prior, messages, seqs=seqs, pinned_seqs=pinned_seqs)
+        known = None if resume is None else resume.known
+        plan = self.plan(prior, messages, seqs=seqs, pinned_seqs=pinned_seqs, known=known)
         start = None if resume is None or self.chat is not None else resume(plan)
         steps, usage, _ = await self._run(prior, plan, pins, start, len(plan.batches))
         last = steps[-1]

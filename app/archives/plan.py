@@ -9,8 +9,9 @@ generation may resume from it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from app.wm.provenance import SectionSources
 from app.wm.sections import Section
@@ -80,5 +81,41 @@ class Progress:
     sources: Mapping[Section, SectionSources]
 
 
-Resume = Callable[[Plan], Progress | None]
-"""Asked, with an archive's plan, for progress through its first batches made ahead."""
+@dataclass(frozen=True, slots=True)
+class Known:
+    """What a plan made ahead knows of an archive's first batches, so a later plan of the same
+    messages need not read them again: the budget that cut them, each batch's first seq and
+    length, their constraint messages (``evidence``) and who each message is (``roles``, one
+    per message of the batches in order, without the ``pin`` a pin adds: pins may change)."""
+
+    budget: int
+    cut: tuple[tuple[int, int], ...]
+    evidence: Mapping[int, str]
+    roles: tuple[tuple[str, ...], ...]
+
+    @property
+    def seqs(self) -> list[int]:
+        return [seq for first, length in self.cut for seq in range(first, first + length)]
+
+
+def known_of(plan: Plan, batches: int) -> Known:
+    """What ``plan`` knows of its first ``batches`` batches."""
+    cut = tuple((first_seq, len(part)) for part, first_seq in plan.batches[:batches])
+    end = plan.end_seq(batches)
+    seqs = [seq for first, length in cut for seq in range(first, first + length)]
+    return Known(
+        plan.budget,
+        cut,
+        {seq: text for seq, text in plan.evidence.items() if seq <= end},
+        tuple(tuple(role for role in plan.roles.get(seq, ()) if role != "pin") for seq in seqs),
+    )
+
+
+class Resume(Protocol):
+    """Asked, with an archive's plan, for progress through its first batches made ahead;
+    ``known`` is what was known of those batches then (None: the plan reads every message)."""
+
+    @property
+    def known(self) -> Known | None: ...
+
+    def __call__(self, plan: Plan) -> Progress | None: ...

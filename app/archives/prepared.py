@@ -33,7 +33,7 @@ from importlib import metadata
 from typing import Any, Final
 
 from app.archives.generation import WorkingMemoryGenerator
-from app.archives.plan import Plan, Progress
+from app.archives.plan import Known, Plan, Progress
 from app.archives.prepared_repository import PreparedRow
 from app.archives.working_memory import WorkingMemory
 from app.memories.extraction import MemoryExtractor
@@ -60,6 +60,9 @@ class Checkpoint:
     fingerprint: str
     progress: Progress
     scan: RuleScan | None = None
+    known: Known | None = None
+    """What the plan knew of the prepared batches: a later plan of the archive does not read
+    their messages again."""
 
     def state(self) -> dict[str, Any]:
         """The progress and the scan as stored (JSON)."""
@@ -73,6 +76,7 @@ class Checkpoint:
                 for section, entries in self.progress.sources.items()
             ],
             "scan": None if self.scan is None else _scan_json(self.scan),
+            "known": None if self.known is None else _known_json(self.known),
         }
 
 
@@ -121,10 +125,13 @@ def checkpoint_of(
             Section(name): sources_from_json(entries) for name, entries in state["sources"]
         }
         scan = None if state["scan"] is None else _scan_of(state["scan"])
+        known = None if state.get("known") is None else _known_of(state["known"])
         progress = Progress(int(state["batches"]), sections, sources)
     except (KeyError, TypeError, ValueError, AttributeError):
         return None
-    return Checkpoint(prior_archive_seq, first_seq, end_seq, budget, fingerprint, progress, scan)
+    return Checkpoint(
+        prior_archive_seq, first_seq, end_seq, budget, fingerprint, progress, scan, known
+    )
 
 
 def fingerprint(
@@ -191,6 +198,10 @@ class Resumption:
     config: str
     progress: Progress | None = None
 
+    @property
+    def known(self) -> Known | None:
+        return None if self.checkpoint is None else self.checkpoint.known
+
     def __call__(self, plan: Plan) -> Progress | None:
         self.progress = resume_point(
             self.checkpoint,
@@ -237,3 +248,25 @@ def _scan_of(value: Mapping[str, Any]) -> RuleScan:
     )
     skipped = {str(reason): int(count) for reason, count in value["skipped"]}
     return RuleScan(candidates, skipped, bool(value["error_seen"]), str(value["previous_role"]))
+
+
+def _known_json(known: Known) -> dict[str, Any]:
+    return {
+        "budget": known.budget,
+        "cut": [list(batch) for batch in known.cut],
+        "evidence": [[seq, text] for seq, text in known.evidence.items()],
+        "roles": [list(found) for found in known.roles],
+    }
+
+
+def _known_of(value: Mapping[str, Any]) -> Known:
+    cut = tuple((int(first), int(length)) for first, length in value["cut"])
+    roles = tuple(tuple(str(role) for role in found) for found in value["roles"])
+    if len(roles) != sum(length for _, length in cut):
+        raise ValueError("a role for every message of the batches")
+    return Known(
+        int(value["budget"]),
+        cut,
+        {int(seq): str(text) for seq, text in value["evidence"]},
+        roles,
+    )

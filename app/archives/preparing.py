@@ -26,7 +26,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.archives.generation import WorkingMemoryGenerator
 from app.archives.job_repository import JobRepository
-from app.archives.plan import Plan
+from app.archives.plan import Plan, known_of
 from app.archives.prepared import (
     Checkpoint,
     checkpoint_from,
@@ -159,7 +159,11 @@ class Preparer:
     def plan(self, inputs: Inputs) -> Plan:
         """The archive the input makes, cut into batches (synchronous: a thread runs it)."""
         return self.generator.plan(
-            inputs.prior, inputs.messages, seqs=inputs.seqs, pinned_seqs=inputs.pinned_seqs
+            inputs.prior,
+            inputs.messages,
+            seqs=inputs.seqs,
+            pinned_seqs=inputs.pinned_seqs,
+            known=None if inputs.previous is None else inputs.previous.known,
         )
 
     def make(self, inputs: Inputs, plan: Plan, previous: Checkpoint | None) -> Checkpoint | None:
@@ -199,6 +203,7 @@ class Preparer:
             ),
             progress=progress,
             scan=scan,
+            known=known_of(plan, target),
         )
 
     async def store(

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from app.archives.generation import Generated, WorkingMemoryGenerator
-from app.archives.plan import Plan, Progress
+from app.archives.plan import Plan, Progress, known_of
 from app.archives.prepared import (
     FORMAT,
     Checkpoint,
@@ -295,3 +295,50 @@ def test_a_state_not_well_formed_is_never_resumed_from(state: dict[str, Any]) ->
         prior_archive_seq=0, first_seq=1, end_seq=2, budget=2_000, fingerprint="f", state=state
     )
     assert read is None
+
+
+def _same(plan: Plan) -> tuple[Any, ...]:
+    batches = [(first_seq, list(part)) for part, first_seq in plan.batches]
+    return plan.budget, batches, plan.evidence, plan.roles
+
+
+@pytest.mark.parametrize(
+    ("name", "more", "seqs", "pinned", "budget"),
+    [
+        ("the same messages", 0, None, frozenset(), 5_000),
+        ("a turn appended", 12, None, frozenset(), 5_000),
+        ("a pin added on a known message", 12, None, frozenset({3, 70}), 5_000),
+        ("a known message retracted", 12, "gap at 5", frozenset(), 5_000),
+        ("another budget", 12, None, frozenset(), 6_000),
+    ],
+)
+async def test_a_plan_made_with_what_was_known_is_the_plan_made_from_every_message(
+    name: str, more: int, seqs: str | None, pinned: frozenset[int], budget: int
+) -> None:
+    """``budget`` is the generator's input bound (5 000: the known plan's)."""
+    messages = coding_session(30)
+    ahead = GENERATOR.plan(EMPTY, messages)
+    known = known_of(ahead, len(ahead.batches) - 1)
+    later = [*messages, *coding_session(more // 4, seed=700)]
+    numbers = list(range(1, len(later) + 1))
+    if seqs is not None:
+        later, numbers = later[:4] + later[5:], numbers[:4] + numbers[5:]
+    generator = WorkingMemoryGenerator(None, max_input_tokens=budget)
+    with_known = generator.plan(EMPTY, later, seqs=numbers, pinned_seqs=pinned, known=known)
+    from_all = generator.plan(EMPTY, later, seqs=numbers, pinned_seqs=pinned)
+    assert _same(with_known) == _same(from_all), name
+
+
+async def test_the_known_messages_are_not_read_again() -> None:
+    messages = coding_session(30)
+    ahead = GENERATOR.plan(EMPTY, messages)
+    done = len(ahead.batches) - 1
+    known = known_of(ahead, done)
+    # What the known batches hold is left unread: blanked, the plan is still the same.
+    blanked = [{"role": "user", "content": ""} for _ in range(len(known.seqs))]
+    later = [*blanked, *messages[len(known.seqs) :]]
+    with_known = GENERATOR.plan(EMPTY, later, known=known)
+    assert (with_known.evidence, with_known.roles) == (ahead.evidence, ahead.roles)
+    assert with_known.end_seq(done) == ahead.end_seq(done)
+    read_again = GENERATOR.plan(EMPTY, later)
+    assert read_again.evidence != ahead.evidence
