@@ -22,6 +22,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Final
 
+from sqlalchemy import exc as sa_exc
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.archives.generation import WorkingMemoryGenerator
@@ -216,7 +217,15 @@ class Preparer:
         """Store the checkpoint made of ``inputs``: ``stored``, or ``redacted`` when a message
         of the agent session was redacted since they were read (nothing is stored)."""
         scope = Scope(tenant_id)
-        async with self.database.tenant(tenant_id) as db:
+        try:
+            return await self._store(scope, agent_session_id, inputs, checkpoint)
+        except sa_exc.IntegrityError:
+            return "gone"  # deleted meanwhile: its checkpoint would have gone with it
+
+    async def _store(
+        self, scope: Scope, agent_session_id: uuid.UUID, inputs: Inputs, checkpoint: Checkpoint
+    ) -> str:
+        async with self.database.tenant(scope.tenant_id) as db:
             stored = PreparedRepository(db, scope)
             # A message redacted since it was read must not live on here: a redaction holds
             # its agent session until it commits (and drops what was prepared from it).

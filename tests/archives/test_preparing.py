@@ -262,6 +262,22 @@ async def test_a_redaction_between_reading_and_storing_stores_nothing(
     assert await making.prepare(tenant.tenant_id, uuid.UUID(agent_session_id)) == "stored"
 
 
+async def test_an_agent_session_deleted_while_being_prepared_leaves_nothing(
+    client: httpx.AsyncClient, database: Database, tenant: TenantKeys
+) -> None:
+    agent_session_id = await session_with(client, tenant, coding_session(30))
+    making = preparer(database)
+    inputs = await making.read(tenant.tenant_id, uuid.UUID(agent_session_id))
+    assert not isinstance(inputs, str)
+    checkpoint = await asyncio.to_thread(making.make, inputs, making.plan(inputs), None)
+    assert checkpoint is not None
+    deleted = await client.delete(f"/v1/sessions/{agent_session_id}", headers=tenant.write)
+    assert deleted.status_code == 204, deleted.text
+    outcome = await making.store(tenant.tenant_id, uuid.UUID(agent_session_id), inputs, checkpoint)
+    assert outcome == "gone"
+    assert await stored_row(database, tenant, agent_session_id) is None
+
+
 @pytest.mark.parametrize(
     ("name", "messages", "body", "expected"),
     [
