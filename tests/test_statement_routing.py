@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -27,16 +28,23 @@ import pytest
 from asgi_lifespan import LifespanManager
 from sqlalchemy import text
 
+from app.archives.generation import WorkingMemoryGenerator
+from app.archives.preparing import Preparer
 from app.config import Settings
 from app.db import Database
 from app.main import create_app
+from app.memories.extraction import MemoryExtractor
 from app.webhooks import repository
 from app.webhooks.jobs import AttemptResult, DeliveryJobService
 from app.webhooks.schedule import Next
 from tests.conftest import TenantKeys, make_tenant
+from tests.support.long_sessions import coding_session
 from tests.support.postgres import PostgresForTests
 from tests.support.privileged import documented
 from tests.support.statements import Statement, StatementLog
+
+PREPARING = WorkingMemoryGenerator(None, max_input_tokens=5_000)
+"""The smallest input budget: the idle agent session below takes several batches."""
 
 TENANT_PARAM = re.compile(r"tenant_id\s*=\s*%\((\w+)\)s")
 # A multi-row insert names each row's value: ``tenant_id_m0``, ``_m1``… when built with
@@ -47,8 +55,10 @@ CALL = re.compile(r"\b(workmem_[a-z_]+)\(")
 # Statements that touch no tenant table: the driver's and SQLAlchemy's connection setup, the
 # login check, the advisory lock of the in-process worker and its liveness probe, the service
 # key of a service transaction and a statement's own time bound.
+# Also transaction control: a savepoint (the memory write's) goes where its transaction goes.
 CONNECTION_LEVEL = re.compile(
     r"^(?:select pg_catalog\.version\(\)|select current_schema\(\)|show \w+|"
+    r"(?:RELEASE |ROLLBACK TO )?SAVEPOINT \w+$|"
     r"select pg_catalog\.pg_type\.|SELECT rolname, rolsuper, rolbypassrls FROM pg_roles|"
     r"SELECT pg_try_advisory_lock|SELECT 1$|SELECT set_config\('(?:app\.service_key|statement_timeout)')",
     re.IGNORECASE,
@@ -207,6 +217,21 @@ async def workload(http: httpx.AsyncClient, keys: TenantKeys, database: Database
             json={"role": "user", "content": "and the migration?"},
             headers=keys.write,
         )
+    # An idle agent session's next archive prepared ahead: its reads, the redaction check
+    # and the checkpoint's write; the commit's job then reads the checkpoint and drops it.
+    idle = await http.post(
+        "/v1/sessions", json={"user_id": "u2", "keep_recent_count": 4}, headers=keys.write
+    )
+    idle_id = idle.json()["id"]
+    appended = await http.post(
+        f"/v1/sessions/{idle_id}/messages:batch",
+        json={"messages": coding_session(30)},
+        headers=keys.write,
+    )
+    assert appended.status_code == 201, appended.text
+    preparer = Preparer(database, PREPARING, MemoryExtractor.offline(), idle_s=0)
+    assert await preparer.prepare(keys.tenant_id, uuid.UUID(idle_id)) == "stored"
+    await http.post(f"/v1/sessions/{idle_id}/commit", json={"wait": True}, headers=keys.write)
     pinned = await http.post(
         f"/v1/sessions/{sid}/pins", json={"text": "Never deploy on Fridays"}, headers=keys.write
     )

@@ -126,8 +126,12 @@ class MemoryStore:
     async def lock_user(self, user_id: str | None) -> None:
         """Serialise memory writes for one user of this tenant until the transaction ends, so
         two archives of the same user never both add the same fact."""
-        key = f"memories:{self.scope.tenant_id}:{user_id or ''}"
-        await self.db.execute(select(func.pg_advisory_xact_lock(func.hashtextextended(key, 0))))
+        # The key ends with the tenant, as every tenant's own lock's does (a distributed
+        # cluster takes it for that tenant).
+        key = f"memories:{user_id or ''}:{self.scope.tenant_id}"
+        await self.db.execute(
+            text("SELECT pg_advisory_xact_lock(hashtextextended(:key, 0))"), {"key": key}
+        )
 
     # --- re-embedding ------------------------------------------------------------------------
 
