@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
@@ -20,6 +21,7 @@ from app.archives.worker import ArchiveWorker, WorkerConfig
 from app.archives.working_memory import WorkingMemory
 from app.db import Database
 from app.memories.extraction import MemoryExtractor
+from tests.conftest import AppFactory, make_tenant
 from tests.support.api import append, commit, create_session, user
 from tests.support.long_sessions import coding_session
 from tests.support.tenants import TenantKeys
@@ -29,6 +31,23 @@ GENERATOR = WorkingMemoryGenerator(None, max_input_tokens=5_000)
 MEMORIES = MemoryExtractor.offline()
 FAST = WorkerConfig(lease_s=30, max_attempts=3, poll_s=0.05, backoff_base_s=0, backoff_max_s=0)
 KEEP = 4
+
+
+# A database of its own for each test: the workers below claim archives across tenants.
+@pytest.fixture
+def database(own_database: Database) -> Database:
+    return own_database
+
+
+@pytest.fixture
+async def client(database: Database, app_client: AppFactory) -> AsyncIterator[httpx.AsyncClient]:
+    async with app_client(database) as http:
+        yield http
+
+
+@pytest.fixture
+async def tenant(database: Database) -> TenantKeys:
+    return await make_tenant(database)
 
 
 def preparer(database: Database, *, idle_s: float = 0.0) -> Preparer:
