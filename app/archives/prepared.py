@@ -14,7 +14,7 @@ made of is unchanged:
 - the pins naming those messages (their items' authority).
 
 Nothing after the prepared batches changes them: a batch is judged on the messages up to its own
-last (``app.wm.provenance``: a constraint quoting a later message counts from the batch that
+last (``app.wm.trust``: a constraint quoting a later message counts from the batch that
 covers it).
 
 A stored message changes in place only by redaction, which drops the agent session's checkpoint

@@ -15,12 +15,10 @@ from app.wm.guards import GUARDS, SENTINEL, GuardContext, Verdict, accept, witho
 from app.wm.items import append_items, fresh_items, split_items
 from app.wm.ops import KEEP, OpKind, SectionOp, append, update
 from app.wm.provenance import (
-    TRUST_REASONS,
     Provenance,
     SectionSources,
     attribute,
     mark_tool_output,
-    mark_unsourced,
     read_references,
     source_key,
 )
@@ -44,6 +42,7 @@ from app.wm.sections import SECTIONS, ParsedDocument, Section, canonical_body, r
 from app.wm.source import Shadow, restore_from_source, restore_trusted, shadow_sources
 from app.wm.thresholds import DEFAULT_CONFIG, GuardConfig
 from app.wm.tokens import TokenCounter, count_tokens
+from app.wm.trust import TRUST_REASONS, mark_unsourced
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,7 +17,6 @@ from app.wm.provenance import (
     attribute,
     cited_markdown,
     mark_tool_output,
-    mark_unsourced,
     read_references,
     source_key,
     sources_from_json,
@@ -25,6 +24,7 @@ from app.wm.provenance import (
 from app.wm.reasons import Guard, Reason
 from app.wm.references import SeqRange
 from app.wm.sections import SECTIONS, Section
+from app.wm.trust import mark_unsourced
 from tests.wm.helpers import append as append_op
 from tests.wm.helpers import ops_for, words
 from tests.wm.helpers import update as update_op

@@ -14,10 +14,11 @@ from app.wm.authority import constraint_evidence, message_roles
 from app.wm.extractor import extract
 from app.wm.guards import body_anchors
 from app.wm.merge import MergeResult, merge
-from app.wm.provenance import ItemSource, Provenance, SectionSources, attribute, mark_unsourced
+from app.wm.provenance import ItemSource, Provenance, SectionSources, attribute
 from app.wm.references import SeqRange
 from app.wm.reuse import Reuse, for_evidence, for_roles
 from app.wm.sections import Section
+from app.wm.trust import mark_unsourced
 
 # --- Key Facts' anchors, part by part ---------------------------------------------------------
 
